@@ -1,0 +1,99 @@
+"""fairwatch's metric library: exact, fast per-group bias metrics with intervals.
+
+Pure functions over numpy arrays; no I/O, no logging, no global state. The main entry is
+:func:`evaluate`, which computes every registry metric for every group of a window from
+one :class:`ScoreTable` (the window's sufficient statistics, built with one sort).
+
+>>> import metrics_core as mc
+>>> race = mc.categorical_attribute("race", ["a", "b", "a", "b", "a", "b"], reference="a")
+>>> table = mc.table_for([0.9, 0.8, 0.2, 0.7, 0.6, 0.1], [1, 1, 0, 0, 1, 0], [race])
+>>> report = mc.evaluate(table, race.comparisons, metrics=["disparate_impact"], min_samples=1)
+>>> v = report.get("disparate_impact", "b")
+>>> round(v.value, 3), v.reference
+(1.0, 'a')
+"""
+
+from metrics_core._tables import LABELS, GroupCounts, ScoreTable, merge_tables
+from metrics_core.classification import RATES
+from metrics_core.groups import (
+    REST,
+    Attribute,
+    categorical_attribute,
+    indicator_attribute,
+    intersection_attribute,
+    table_for,
+)
+from metrics_core.inequality import coefficient_of_variation, generalized_entropy_index, theil_index
+from metrics_core.intervals import (
+    STATES,
+    bonferroni_level,
+    judge,
+    katz_log_interval,
+    newcombe_interval,
+    normal_interval,
+    poisson_bootstrap_interval,
+    wilson_interval,
+)
+from metrics_core.ranking import (
+    bnsp_auc,
+    bpsn_auc,
+    negative_aeg,
+    overall_auc,
+    positive_aeg,
+    power_mean,
+    subgroup_auc,
+)
+from metrics_core.registry import (
+    REGISTRY,
+    FairRange,
+    MetricSpec,
+    get_metric,
+    metric_names,
+    registry_as_dicts,
+    resolve_fair_range,
+)
+from metrics_core.report import Comparison, MetricValue, ModelValue, Report, evaluate
+
+__all__ = [
+    "LABELS",
+    "RATES",
+    "REGISTRY",
+    "REST",
+    "STATES",
+    "Attribute",
+    "Comparison",
+    "FairRange",
+    "GroupCounts",
+    "MetricSpec",
+    "MetricValue",
+    "ModelValue",
+    "Report",
+    "ScoreTable",
+    "bnsp_auc",
+    "bonferroni_level",
+    "bpsn_auc",
+    "categorical_attribute",
+    "coefficient_of_variation",
+    "evaluate",
+    "generalized_entropy_index",
+    "get_metric",
+    "indicator_attribute",
+    "intersection_attribute",
+    "judge",
+    "katz_log_interval",
+    "merge_tables",
+    "metric_names",
+    "negative_aeg",
+    "newcombe_interval",
+    "normal_interval",
+    "overall_auc",
+    "poisson_bootstrap_interval",
+    "positive_aeg",
+    "power_mean",
+    "registry_as_dicts",
+    "resolve_fair_range",
+    "subgroup_auc",
+    "table_for",
+    "theil_index",
+    "wilson_interval",
+]

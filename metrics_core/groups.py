@@ -1,0 +1,251 @@
+"""Groups of an identity attribute and the comparisons they make.
+
+Three kinds (``metrics.md`` section 1):
+
+- *indicator*: one column per group (Jigsaw's ``male``, ``muslim``, ...); a row is a
+  member when the value is true or, for probabilities and annotator fractions, >= 0.5.
+  Groups may overlap; the reference of each is the *background*, the window's other rows.
+- *categorical*: one column whose values are the groups; the reference is a named value
+  (the privileged group) or ``"rest"`` (the rows with another value). Missing values form
+  no group and are counted.
+- *intersections*: tuples of values of several categorical columns (race x sex), with the
+  same reference choices, pruned below a minimum size.
+
+Each builder returns an :class:`Attribute`: the membership masks to count into a
+:class:`~metrics_core.ScoreTable` and the :class:`~metrics_core.Comparison` list to
+evaluate.
+"""
+
+from __future__ import annotations
+
+from collections import ChainMap
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from metrics_core._tables import ScoreTable
+from metrics_core.report import Comparison
+
+__all__ = [
+    "REST",
+    "Attribute",
+    "categorical_attribute",
+    "indicator_attribute",
+    "intersection_attribute",
+    "table_for",
+]
+
+REST = "rest"
+BoolArray = NDArray[np.bool_]
+
+
+@dataclass(frozen=True)
+class Attribute:
+    """The groups of one attribute in one window.
+
+    ``masks`` maps table keys to boolean row masks (built lazily for categorical
+    attributes); ``comparisons`` are the group-vs-reference pairs to evaluate.
+    ``n_missing`` counts rows with no value; ``dropped`` lists groups pruned below
+    ``min_size``.
+    """
+
+    name: str
+    kind: Literal["indicator", "categorical"]
+    masks: Mapping[str, BoolArray]
+    comparisons: tuple[Comparison, ...]
+    n_missing: int = 0
+    dropped: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def groups(self) -> list[str]:
+        return [c.group for c in self.comparisons]
+
+
+def _key(attribute: str, group: str) -> str:
+    return f"{attribute}={group}"
+
+
+def indicator_attribute(
+    name: str, columns: Mapping[str, ArrayLike], *, threshold: float = 0.5, min_size: int = 0
+) -> Attribute:
+    """One group per column; member iff the value is >= ``threshold`` (NaN: not a member).
+
+    >>> a = indicator_attribute("identity", {"male": [1.0, 0.0, 0.7], "female": [0, 1, float("nan")]})
+    >>> [c.group for c in a.comparisons], a.masks["identity=male"].tolist()
+    (['male', 'female'], [True, False, True])
+    """
+    masks: dict[str, BoolArray] = {}
+    comparisons = []
+    dropped = []
+    n = None
+    all_missing: BoolArray | None = None
+    for group, values in columns.items():
+        arr = np.asarray(values)
+        if arr.ndim != 1:
+            raise ValueError(f"indicator column {group!r} must be 1-dimensional, got shape {arr.shape}")
+        if n is not None and arr.shape[0] != n:
+            raise ValueError(f"indicator column {group!r} has {arr.shape[0]} rows, expected {n}")
+        n = arr.shape[0]
+        as_float = arr.astype(np.float64)
+        missing = np.isnan(as_float)
+        all_missing = missing if all_missing is None else all_missing & missing
+        with np.errstate(invalid="ignore"):
+            mask = as_float >= threshold
+        if int(mask.sum()) < min_size:
+            dropped.append(group)
+            continue
+        key = _key(name, group)
+        masks[key] = mask
+        comparisons.append(Comparison(name, group, key))
+    n_missing = 0 if all_missing is None else int(all_missing.sum())
+    return Attribute(name, "indicator", masks, tuple(comparisons), n_missing, tuple(dropped))
+
+
+class _CodeMasks(Mapping[str, BoolArray]):
+    """Masks ``codes == i`` made on access, so 200 categories do not hold 200 masks at once."""
+
+    def __init__(self, codes: NDArray[np.int64], keys: Mapping[str, int]) -> None:
+        self._codes = codes
+        self._keys = dict(keys)
+
+    def __getitem__(self, key: str) -> BoolArray:
+        code = self._keys[key]
+        if code == -2:  # the attribute's universe: every row with a value
+            return self._codes >= 0
+        return self._codes == code
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+
+def _missing(values: NDArray[np.generic]) -> BoolArray:
+    if values.dtype.kind in "biu":
+        return np.zeros(values.shape, dtype=bool)
+    if values.dtype.kind == "f":
+        return np.isnan(values)
+    if values.dtype.kind == "U":
+        return values == ""
+    is_missing = np.frompyfunc(lambda v: v is None or v != v or v == "", 1, 1)
+    return is_missing(values).astype(bool)  # type: ignore[no-any-return]
+
+
+def _factorize(values: ArrayLike) -> tuple[NDArray[np.int64], list[str], int]:
+    """Integer codes (-1 for missing), category names as text, number missing."""
+    arr = np.asarray(values)
+    if arr.ndim != 1:
+        raise ValueError(f"a categorical column must be 1-dimensional, got shape {arr.shape}")
+    missing = _missing(arr)
+    present = arr[~missing]
+    if present.dtype.kind == "f" and present.size and np.all(present == np.round(present)):
+        present = present.astype(np.int64)  # 1.0 and 1 are one category, named "1"
+    text = present.astype(str)
+    names, inverse = np.unique(text, return_inverse=True)
+    codes = np.full(arr.shape[0], -1, dtype=np.int64)
+    codes[~missing] = inverse
+    return codes, [str(n) for n in names], int(missing.sum())
+
+
+def _categorical(
+    name: str,
+    codes: NDArray[np.int64],
+    names: Sequence[str],
+    n_missing: int,
+    reference: str,
+    min_size: int,
+) -> Attribute:
+    sizes = np.bincount(codes[codes >= 0], minlength=len(names))
+    keys = {_key(name, g): i for i, g in enumerate(names)}
+    comparisons: list[Comparison] = []
+    dropped = [g for g, size in zip(names, sizes, strict=True) if size < min_size]
+    if reference == REST:
+        universe = _key(name, "*")
+        keys[universe] = -2
+        for g, size in zip(names, sizes, strict=True):
+            if size >= min_size:
+                comparisons.append(Comparison(name, g, _key(name, g), REST, None, (universe,)))
+    else:
+        ref_key = _key(name, reference)
+        if ref_key not in keys:  # absent from this window: an empty reference, values NaN
+            keys[ref_key] = -3
+        for g, size in zip(names, sizes, strict=True):
+            if g != reference and size >= min_size:
+                comparisons.append(Comparison(name, g, _key(name, g), reference, ref_key))
+    kept = {c.key for c in comparisons} | {c.reference_key for c in comparisons if c.reference_key}
+    kept |= {u for c in comparisons for u in (c.universe or ())}
+    masks = _CodeMasks(codes, {k: v for k, v in keys.items() if k in kept})
+    return Attribute(name, "categorical", masks, tuple(comparisons), n_missing, tuple(dropped))
+
+
+def categorical_attribute(
+    name: str, values: ArrayLike, *, reference: str = REST, min_size: int = 0
+) -> Attribute:
+    """One group per distinct value, each compared with ``reference`` (a value, or ``"rest"``).
+
+    >>> a = categorical_attribute("race", ["a", "b", None, "a", "c"], reference="a")
+    >>> [(c.group, c.reference) for c in a.comparisons], a.n_missing
+    ([('b', 'a'), ('c', 'a')], 1)
+    """
+    codes, names, n_missing = _factorize(values)
+    return _categorical(name, codes, names, n_missing, str(reference), min_size)
+
+
+def intersection_attribute(
+    columns: Mapping[str, ArrayLike],
+    *,
+    reference: str | Sequence[str] = REST,
+    min_size: int = 0,
+    separator: str = "&",
+) -> Attribute:
+    """Groups of value tuples across categorical columns (``race&sex = Black&Female``).
+
+    A row with a missing value in any column belongs to no intersection. Groups smaller
+    than ``min_size`` are pruned and listed in ``dropped``.
+
+    >>> a = intersection_attribute({"race": ["a", "a", "b", "b"], "sex": ["f", "m", "f", "f"]}, min_size=2)
+    >>> a.name, a.groups, a.dropped
+    ('race&sex', ['b&f'], ('a&f', 'a&m'))
+    """
+    if len(columns) < 2:
+        raise ValueError("an intersection needs at least two columns")
+    name = separator.join(columns)
+    parts = [_factorize(v) for v in columns.values()]
+    n = parts[0][0].shape[0]
+    if any(p[0].shape[0] != n for p in parts):
+        raise ValueError("intersection columns must have the same length")
+    missing = np.zeros(n, dtype=bool)
+    combined = np.zeros(n, dtype=np.int64)
+    for codes, names, _ in parts:
+        missing |= codes < 0
+        combined = combined * (len(names) + 1) + (codes + 1)
+    present = combined[~missing]
+    uniq, inverse = np.unique(present, return_inverse=True)
+    codes = np.full(n, -1, dtype=np.int64)
+    codes[~missing] = inverse
+    labels = []
+    for combo in uniq:
+        rest, pieces = int(combo), []
+        for _, names_i, _ in reversed(parts):  # undo the mixed-radix packing, last column first
+            rest, digit = divmod(rest, len(names_i) + 1)
+            pieces.append(names_i[digit - 1])
+        labels.append(separator.join(reversed(pieces)))
+    ref = reference if isinstance(reference, str) else separator.join(reference)
+    return _categorical(name, codes, labels, int(missing.sum()), ref, min_size)
+
+
+def table_for(
+    y_score: ArrayLike,
+    y_true: ArrayLike,
+    attributes: Sequence[Attribute],
+    *,
+    sample_weight: ArrayLike | None = None,
+) -> ScoreTable:
+    """The :class:`ScoreTable` of a window with every group of ``attributes``."""
+    # A ChainMap looks masks up one at a time: categorical masks are made and dropped in turn.
+    masks = ChainMap(*(dict(a.masks) if isinstance(a.masks, dict) else a.masks for a in attributes))
+    return ScoreTable.from_arrays(y_score, y_true, masks, sample_weight=sample_weight)

@@ -1,0 +1,243 @@
+"""Confidence intervals and the four states of a monitored value.
+
+All functions are vectorised: counts may be arrays (one entry per group) and the
+result has their shape. Undefined estimates give NaN bounds.
+
+Methods (``metrics.md`` section 5):
+
+- a rate: Wilson score interval;
+- a difference of two independent rates: Newcombe's hybrid score interval (method 10);
+- a ratio of two rates: Katz log interval, 0.5 added to the cells when one is zero;
+- sums such as average odds: normal approximation with summed variances;
+- AUC and AEG: DeLong variance (see :mod:`metrics_core._auc`), normal interval;
+- anything else: Poisson bootstrap of the count cells with a fixed seed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy.special import ndtri
+
+from metrics_core._validation import check_level
+
+__all__ = [
+    "STATES",
+    "State",
+    "bonferroni_level",
+    "judge",
+    "katz_log_interval",
+    "newcombe_interval",
+    "normal_interval",
+    "poisson_bootstrap_interval",
+    "wilson_interval",
+    "z_value",
+]
+
+FloatArray = NDArray[np.float64]
+Interval = tuple[FloatArray, FloatArray]
+State = Literal["ok", "inconclusive", "violation", "insufficient_data"]
+#: The states of a judged value, in the order of their numeric code in Prometheus.
+STATES: tuple[State, ...] = ("ok", "inconclusive", "violation", "insufficient_data")
+
+
+def z_value(level: float) -> float:
+    """Two-sided standard normal quantile: 1.959964 for ``level=0.95``."""
+    return float(ndtri(0.5 + check_level(level) / 2))
+
+
+def bonferroni_level(level: float, n_comparisons: int) -> float:
+    """Per-comparison level that bounds the family-wise error at ``1 - level``.
+
+    >>> round(bonferroni_level(0.95, 10), 6)
+    0.995
+    """
+    check_level(level)
+    if n_comparisons < 1:
+        raise ValueError(f"n_comparisons must be >= 1, got {n_comparisons}")
+    return 1.0 - (1.0 - level) / n_comparisons
+
+
+def wilson_interval(k: ArrayLike, n: ArrayLike, *, level: float = 0.95) -> Interval:
+    """Wilson score interval of a proportion ``k / n``.
+
+    .. math:: \\frac{\\hat p + z^2/2n \\pm z\\sqrt{\\hat p(1-\\hat p)/n + z^2/4n^2}}{1 + z^2/n}
+
+    Examples
+    --------
+    >>> lo, hi = wilson_interval(8, 10)
+    >>> round(float(lo), 4), round(float(hi), 4)
+    (0.4902, 0.9433)
+    """
+    z = z_value(level)
+    k_arr, n_arr = np.broadcast_arrays(np.asarray(k, dtype=float), np.asarray(n, dtype=float))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = k_arr / n_arr
+        denom = 1 + z**2 / n_arr
+        centre = (p + z**2 / (2 * n_arr)) / denom
+        half = z / denom * np.sqrt(p * (1 - p) / n_arr + z**2 / (4 * n_arr**2))
+    bad = ~(n_arr > 0)
+    lo = np.where(bad, np.nan, np.clip(centre - half, 0.0, 1.0))
+    hi = np.where(bad, np.nan, np.clip(centre + half, 0.0, 1.0))
+    return lo, hi
+
+
+def newcombe_interval(
+    k1: ArrayLike, n1: ArrayLike, k2: ArrayLike, n2: ArrayLike, *, level: float = 0.95
+) -> Interval:
+    """Newcombe's hybrid score interval (method 10) for ``k1/n1 - k2/n2``.
+
+    Examples
+    --------
+    Newcombe (1998), table II, example (a): 56/70 - 48/80 gives (0.0524, 0.3339).
+
+    >>> lo, hi = newcombe_interval(56, 70, 48, 80)
+    >>> round(float(lo), 4), round(float(hi), 4)
+    (0.0524, 0.3339)
+    """
+    k1a, n1a, k2a, n2a = (np.asarray(a, dtype=float) for a in (k1, n1, k2, n2))
+    l1, u1 = wilson_interval(k1a, n1a, level=level)
+    l2, u2 = wilson_interval(k2a, n2a, level=level)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p1, p2 = k1a / n1a, k2a / n2a
+    d = p1 - p2
+    lo = d - np.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2)
+    hi = d + np.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)
+    return lo, hi
+
+
+def katz_log_interval(
+    k1: ArrayLike, n1: ArrayLike, k2: ArrayLike, n2: ArrayLike, *, level: float = 0.95
+) -> Interval:
+    """Katz log interval for the ratio of proportions ``(k1/n1) / (k2/n2)``.
+
+    When a cell of the 2x2 table is zero, 0.5 is added to every cell of that table.
+    NaN when the ratio itself is undefined (``k2 == 0`` or an empty group).
+
+    Examples
+    --------
+    >>> lo, hi = katz_log_interval(20, 100, 40, 100)
+    >>> round(float(lo), 4), round(float(hi), 4)
+    (0.3158, 0.7918)
+    """
+    z = z_value(level)
+    k1a, n1a, k2a, n2a = np.broadcast_arrays(*(np.asarray(a, dtype=float) for a in (k1, n1, k2, n2)))
+    undefined = ~((n1a > 0) & (n2a > 0) & (k2a > 0))
+    zero_cell = (k1a == 0) | (k2a == 0) | (k1a == n1a) | (k2a == n2a)
+    add = np.where(zero_cell, 0.5, 0.0)
+    a, b = k1a + add, n1a + 2 * add
+    c, d = k2a + add, n2a + 2 * add
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_ratio = np.log((k1a / n1a) / (k2a / n2a))
+        log_ratio_corr = np.log((a / b) / (c / d))
+        se = np.sqrt(1 / a - 1 / b + 1 / c - 1 / d)
+        # the point estimate stays the uncorrected ratio; the correction only keeps the
+        # interval finite when a cell is empty
+        centre = np.where(k1a == 0, log_ratio_corr, log_ratio)
+        lo = np.where(k1a == 0, 0.0, np.exp(centre - z * se))
+        hi = np.exp(centre + z * se)
+    return np.where(undefined, np.nan, lo), np.where(undefined, np.nan, hi)
+
+
+def normal_interval(
+    estimate: ArrayLike,
+    variance: ArrayLike,
+    *,
+    level: float = 0.95,
+    bounds: tuple[float, float] = (-np.inf, np.inf),
+) -> Interval:
+    """``estimate +- z * sqrt(variance)``, clipped to ``bounds``.
+
+    >>> lo, hi = normal_interval(0.1, 0.0025)
+    >>> round(float(lo), 4), round(float(hi), 4)
+    (0.002, 0.198)
+    """
+    z = z_value(level)
+    est = np.asarray(estimate, dtype=float)
+    with np.errstate(invalid="ignore"):
+        half = z * np.sqrt(np.asarray(variance, dtype=float))
+    lo = np.clip(est - half, *bounds)
+    hi = np.clip(est + half, *bounds)
+    return lo, hi
+
+
+def poisson_bootstrap_interval(
+    statistic: Callable[[FloatArray], FloatArray],
+    cells: ArrayLike,
+    *,
+    level: float = 0.95,
+    n_resamples: int = 400,
+    seed: int = 0,
+) -> Interval:
+    """Percentile interval of ``statistic`` under the Poisson bootstrap of count cells.
+
+    Giving every row a Poisson(1) weight makes each cell count Poisson(count) and
+    independent, so resampling a window costs one draw per cell, not per row.
+    ``cells`` has shape (..., c); ``statistic`` maps an array of that shape with an extra
+    leading resample axis to the statistic with the same leading axes.
+
+    Examples
+    --------
+    >>> cells = np.array([[30.0, 70.0]])
+    >>> lo, hi = poisson_bootstrap_interval(lambda c: c[..., 0] / c.sum(-1), cells, seed=1)
+    >>> bool(lo[0] < 0.3 < hi[0])
+    True
+    """
+    check_level(level)
+    arr = np.asarray(cells, dtype=float)
+    rng = np.random.default_rng(seed)
+    draws = rng.poisson(arr, size=(n_resamples, *arr.shape)).astype(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        stats = np.asarray(statistic(draws), dtype=float)
+    alpha = (1 - level) / 2
+    finite = np.isfinite(stats)
+    enough = finite.mean(axis=0) >= 0.5
+    safe = np.where(finite, stats, np.nan)
+    with np.errstate(invalid="ignore"):
+        if safe.size and enough.any():
+            lo = np.nanquantile(np.where(enough, safe, 0.0), alpha, axis=0)
+            hi = np.nanquantile(np.where(enough, safe, 0.0), 1 - alpha, axis=0)
+        else:
+            lo = hi = np.full(stats.shape[1:], np.nan)
+    return np.where(enough, lo, np.nan), np.where(enough, hi, np.nan)
+
+
+def judge(
+    value: ArrayLike,
+    ci_lower: ArrayLike,
+    ci_upper: ArrayLike,
+    fair_min: ArrayLike,
+    fair_max: ArrayLike,
+    *,
+    support: ArrayLike,
+    min_samples: float,
+) -> NDArray[np.str_]:
+    """State of each value against its fair range ``[fair_min, fair_max]``.
+
+    - ``insufficient_data``: NaN value, or ``support`` (the smallest denominator the value
+      depends on) below ``min_samples``;
+    - ``ok``: the value is inside the fair range;
+    - ``inconclusive``: outside, but the interval still reaches the fair range (or there is
+      no interval);
+    - ``violation``: the whole interval lies outside the fair range.
+
+    A metric without a fair range (informational) is ``ok`` whenever it is defined.
+
+    >>> judge([0.5, 0.7, 0.9, np.nan], [0.4, 0.55, 0.85, np.nan], [0.6, 0.85, 0.95, np.nan],
+    ...       0.8, 1.25, support=[500, 500, 500, 500], min_samples=100).tolist()
+    ['violation', 'inconclusive', 'ok', 'insufficient_data']
+    """
+    v, lo, hi, fmin, fmax, sup = np.broadcast_arrays(
+        *(np.asarray(a, dtype=float) for a in (value, ci_lower, ci_upper, fair_min, fair_max, support))
+    )
+    fmin = np.where(np.isnan(fmin), -np.inf, fmin)
+    fmax = np.where(np.isnan(fmax), np.inf, fmax)
+    inside = (v >= fmin) & (v <= fmax)
+    interval_known = ~(np.isnan(lo) | np.isnan(hi))
+    interval_outside = interval_known & ((hi < fmin) | (lo > fmax))
+    state = np.where(inside, "ok", np.where(interval_outside, "violation", "inconclusive"))
+    insufficient = np.isnan(v) | ~(sup >= min_samples)
+    return np.where(insufficient, "insufficient_data", state)
