@@ -1,0 +1,354 @@
+"""The configuration file: YAML, validated by pydantic, errors that name the key and line.
+
+Strings may hold ``${VAR}`` or ``${VAR:-default}``; they are replaced from the
+environment before validation, so passwords live in the environment (a Kubernetes
+Secret), never in the file. Durations are written ``90s``, ``5m``, ``24h``, ``7d``,
+``800d`` or ``1w``. See ``docs/configuration.md`` for every key.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from datetime import timedelta
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from metrics_core import get_metric
+from monitor.errors import ConfigError
+
+__all__ = [
+    "AlertsConfig",
+    "ColumnsConfig",
+    "GroupConfig",
+    "LabelsConfig",
+    "ModelConfig",
+    "ServerConfig",
+    "Settings",
+    "SourceConfig",
+    "WindowConfig",
+    "load_settings",
+    "parse_duration",
+    "settings_from_dict",
+]
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)?\s*$")
+_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, None: 1}
+
+
+def parse_duration(value: Any) -> timedelta:
+    """``"90s"``, ``"5m"``, ``"24h"``, ``"800d"``, a number of seconds, or a timedelta.
+
+    >>> parse_duration("5m"), parse_duration("800d").days, parse_duration(90)
+    (datetime.timedelta(seconds=300), 800, datetime.timedelta(seconds=90))
+    """
+    if isinstance(value, timedelta):
+        return value
+    if isinstance(value, bool):
+        raise ValueError(f"not a duration: {value!r}")
+    if isinstance(value, int | float):
+        seconds = float(value)
+    else:
+        match = _DURATION.match(str(value))
+        if not match:
+            raise ValueError(f"not a duration: {value!r} (write e.g. 90s, 5m, 24h, 7d)")
+        seconds = float(match.group(1)) * _UNITS[match.group(2)]
+    if not math.isfinite(seconds) or seconds < 0:
+        raise ValueError(f"a duration must be finite and non-negative, got {value!r}")
+    return timedelta(seconds=seconds)
+
+
+Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SourceConfig(_Strict):
+    """Where rows come from. ``kind: sql`` (SQLAlchemy URL + table or query) or ``kind: files``."""
+
+    kind: Literal["sql", "files", "memory"]
+    url: str | None = None
+    table: str | None = None
+    schema_: str | None = Field(default=None, alias="schema")
+    query: str | None = None
+    path: str | None = None  # files: a path or glob, e.g. /var/log/model/predictions-*.jsonl
+    format: Literal["jsonl", "csv", "parquet", "auto"] = "auto"
+    timestamp_format: Literal["auto", "iso", "datetime", "epoch"] = "auto"
+    name: str | None = None  # memory: the name the composition root registered
+
+    @model_validator(mode="after")
+    def _check_kind(self) -> SourceConfig:
+        if self.kind == "sql":
+            if not self.url:
+                raise ValueError("a sql source needs `url` (an SQLAlchemy URL, e.g. sqlite:///predictions.db)")
+            if bool(self.table) == bool(self.query):
+                raise ValueError("a sql source needs exactly one of `table` or `query`")
+        if self.kind == "files" and not self.path:
+            raise ValueError("a files source needs `path` (a file or a glob)")
+        return self
+
+
+class ColumnsConfig(_Strict):
+    """Names of the log's columns."""
+
+    id: str = "id"
+    timestamp: str = "timestamp"
+    score: str | None = "score"
+    prediction: str | None = None
+    label: str | None = "label"
+    model: str | None = None  # a column holding the model name, when one log holds several models
+
+
+class LabelsConfig(_Strict):
+    """Labels that arrive later in their own table or files, joined on the prediction id."""
+
+    source: SourceConfig
+    join_on: str = "id"
+    columns: dict[str, str] = Field(default_factory=lambda: {"id": "id", "label": "label"})
+
+
+class GroupConfig(_Strict):
+    attribute: str
+    kind: Literal["indicator", "categorical", "intersection"]
+    columns: list[str] = Field(default_factory=list)  # indicator columns, or intersection columns
+    column: str | None = None  # categorical
+    reference: str | list[str] = "rest"
+    threshold: float = 0.5  # indicator membership: value >= threshold
+    min_size: int = 0
+
+    @model_validator(mode="after")
+    def _check_kind(self) -> GroupConfig:
+        if self.kind == "indicator" and not self.columns:
+            raise ValueError("an indicator attribute needs `columns` (one column per group)")
+        if self.kind == "categorical" and not self.column:
+            raise ValueError("a categorical attribute needs `column`")
+        if self.kind == "intersection" and len(self.columns) < 2:
+            raise ValueError("an intersection needs `columns` with at least two categorical columns")
+        return self
+
+
+class WindowConfig(_Strict):
+    name: str
+    length: Duration
+
+    @field_validator("length")
+    @classmethod
+    def _positive(cls, v: timedelta) -> timedelta:
+        if v <= timedelta(0):
+            raise ValueError("a window length must be positive")
+        return v
+
+
+def _default_windows() -> list[WindowConfig]:
+    return [WindowConfig(name="1h", length=timedelta(hours=1))]
+
+
+class ModelConfig(_Strict):
+    name: str = Field(pattern=r"^[A-Za-z0-9_.:-]+$")
+    source: SourceConfig
+    labels: LabelsConfig | None = None
+    columns: ColumnsConfig = Field(default_factory=ColumnsConfig)
+    threshold: float = 0.5
+    score_range: tuple[float, float] | None = None  # scores outside are rejected rows
+    groups: list[GroupConfig]
+    windows: list[WindowConfig] = Field(default_factory=_default_windows)
+    label_delay: Duration = timedelta(0)
+    interval: Duration = timedelta(seconds=60)
+    metrics: list[str] | None = None  # default: every metric the inputs allow
+    fair_ranges: dict[str, tuple[float | None, float | None]] = Field(default_factory=dict)
+    min_samples: int = Field(default=100, ge=1)
+    max_groups: int = Field(default=200, ge=1)  # cap on exported groups per attribute
+
+    @field_validator("metrics")
+    @classmethod
+    def _known_metrics(cls, v: list[str] | None) -> list[str] | None:
+        if v is None:
+            return v
+        return [get_metric(m).name for m in v]  # ValueError names the unknown metric
+
+    @field_validator("fair_ranges")
+    @classmethod
+    def _known_ranges(
+        cls, v: dict[str, tuple[float | None, float | None]]
+    ) -> dict[str, tuple[float | None, float | None]]:
+        out = {}
+        for name, (lo, hi) in v.items():
+            canonical = get_metric(name).name
+            if lo is not None and hi is not None and lo > hi:
+                raise ValueError(f"fair range of {name}: min {lo} is above max {hi}")
+            out[canonical] = (lo, hi)
+        return out
+
+    @field_validator("interval")
+    @classmethod
+    def _positive_interval(cls, v: timedelta) -> timedelta:
+        if v <= timedelta(0):
+            raise ValueError("interval must be positive")
+        return v
+
+    @model_validator(mode="after")
+    def _check(self) -> ModelConfig:
+        names = [w.name for w in self.windows]
+        if len(set(names)) != len(names):
+            raise ValueError(f"window names must be unique, got {names}")
+        if not self.columns.score and not self.columns.prediction:
+            raise ValueError("columns: give `score` or `prediction` (or both)")
+        attrs = [g.attribute for g in self.groups]
+        if len(set(attrs)) != len(attrs):
+            raise ValueError(f"attribute names must be unique, got {attrs}")
+        return self
+
+
+class AlertmanagerConfig(_Strict):
+    url: str
+    timeout: Duration = timedelta(seconds=5)
+
+
+class WebhookConfig(_Strict):
+    url: str
+    timeout: Duration = timedelta(seconds=5)
+
+
+class AlertsConfig(_Strict):
+    for_: Duration = Field(default=timedelta(minutes=5), alias="for")
+    keep_firing_for: Duration = timedelta(0)
+    confidence: float = Field(default=0.95, gt=0, lt=1)
+    adjust: Literal["none", "bonferroni"] = "none"
+    severity: str = "warning"
+    alertmanager: AlertmanagerConfig | None = None
+    webhook: WebhookConfig | None = None
+    log: bool = True
+    external_url: str | None = None  # generatorURL of pushed alerts
+
+
+class ServerConfig(_Strict):
+    host: str = "127.0.0.1"
+    port: int = Field(default=9810, ge=0, le=65535)
+
+
+class Settings(_Strict):
+    models: list[ModelConfig] = Field(min_length=1)
+    alerts: AlertsConfig = Field(default_factory=AlertsConfig)
+    server: ServerConfig = Field(default_factory=ServerConfig)
+
+    @model_validator(mode="after")
+    def _unique_models(self) -> Settings:
+        names = [m.name for m in self.models]
+        if len(set(names)) != len(names):
+            raise ValueError(f"model names must be unique, got {names}")
+        return self
+
+
+_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def _interpolate(value: Any, path: tuple[str | int, ...], environ: dict[str, str]) -> Any:
+    if isinstance(value, str):
+
+        def repl(m: re.Match[str]) -> str:
+            name, default = m.group(1), m.group(2)
+            if name in environ:
+                return environ[name]
+            if default is not None:
+                return default
+            raise ConfigError(f"{_dotted(path)}: environment variable {name} is not set")
+
+        return _ENV.sub(repl, value)
+    if isinstance(value, dict):
+        return {k: _interpolate(v, (*path, k), environ) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_interpolate(v, (*path, i), environ) for i, v in enumerate(value)]
+    return value
+
+
+def _dotted(path: tuple[str | int, ...]) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def _line_of(node: yaml.Node | None, path: tuple[str | int, ...]) -> int | None:
+    """1-based line of the deepest node of ``path`` found in the composed YAML."""
+    line = None if node is None else node.start_mark.line + 1
+    for part in path:
+        if isinstance(node, yaml.MappingNode):
+            nxt = next((v for k, v in node.value if getattr(k, "value", None) == part), None)
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            nxt = node.value[part]
+        else:
+            nxt = None
+        if nxt is None:
+            break
+        node, line = nxt, nxt.start_mark.line + 1
+    return line
+
+
+def settings_from_dict(
+    data: Any, *, environ: dict[str, str] | None = None, _node: yaml.Node | None = None, _file: str = ""
+) -> Settings:
+    """Validate a parsed config; raise :class:`ConfigError` naming the first bad key."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{_file or 'config'}: the top level must be a mapping with a `models` list")
+    data = _interpolate(data, (), dict(os.environ) if environ is None else environ)
+    try:
+        return Settings.model_validate(data)
+    except ValidationError as exc:
+        lines = []
+        for err in exc.errors():
+            path = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+            line = _line_of(_node, path)
+            where = f"{_file}:{line}: " if _file and line else (f"line {line}: " if line else "")
+            msg = err["msg"].removeprefix("Value error, ")
+            lines.append(f"{where}{_dotted(path)}: {msg}")
+        raise ConfigError("invalid config:\n  " + "\n  ".join(lines)) from None
+
+
+def load_settings(path: str | Path, *, environ: dict[str, str] | None = None) -> Settings:
+    """Read, interpolate and validate a YAML config file."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {p}: {exc.strerror}") from exc
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{p}: not valid YAML: {exc}") from exc
+    settings = settings_from_dict(data, environ=environ, _node=node, _file=str(p))
+    return _resolve_relative_paths(settings, p.parent)
+
+
+def _resolve_relative_paths(settings: Settings, base: Path) -> Settings:
+    """``sqlite:///x.db`` and file globs are relative to the config file, as users expect."""
+
+    def fix(src: SourceConfig) -> SourceConfig:
+        update: dict[str, Any] = {}
+        if src.url and src.url.startswith("sqlite:///") and not src.url.startswith("sqlite:////"):
+            rel = src.url.removeprefix("sqlite:///")
+            if rel and rel != ":memory:" and not rel.startswith(("file:", "?")):
+                update["url"] = "sqlite:///" + str((base / rel).resolve())
+        if src.path and not os.path.isabs(src.path):
+            update["path"] = str(base / src.path)
+        return src.model_copy(update=update) if update else src
+
+    models = []
+    for m in settings.models:
+        labels = m.labels.model_copy(update={"source": fix(m.labels.source)}) if m.labels else None
+        models.append(m.model_copy(update={"source": fix(m.source), "labels": labels}))
+    return settings.model_copy(update={"models": models})

@@ -1,0 +1,75 @@
+"""Plain-JSON views of results, shared by ``fairwatch evaluate --format json`` and ``/api/v1/results``.
+
+NaN and infinities become ``null`` (JSON has neither); an undefined value keeps its
+``reason``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from monitor.results import ModelEvaluation
+
+__all__ = ["evaluation_rows", "finite_or_none", "model_value_rows"]
+
+
+def finite_or_none(x: float) -> float | None:
+    return float(x) if x is not None and math.isfinite(x) else None
+
+
+def _iso(t: datetime) -> str:
+    return t.isoformat().replace("+00:00", "Z")
+
+
+def evaluation_rows(evaluations: Iterable[ModelEvaluation]) -> list[dict[str, Any]]:
+    """One object per (model, window, attribute, group, metric)."""
+    rows = []
+    for ev in evaluations:
+        for w in ev.windows:
+            for v in w.values:
+                rows.append(
+                    {
+                        "model": ev.model,
+                        "window": w.window,
+                        "attribute": v.attribute,
+                        "group": v.group,
+                        "reference": v.reference,
+                        "metric": v.metric,
+                        "value": finite_or_none(v.value),
+                        "ci_lower": finite_or_none(v.ci_lower),
+                        "ci_upper": finite_or_none(v.ci_upper),
+                        "fair_min": finite_or_none(v.fair_min),
+                        "fair_max": finite_or_none(v.fair_max),
+                        "state": v.state,
+                        "n_group": int(v.n_group),
+                        "n_reference": int(v.n_reference),
+                        "support": finite_or_none(v.support),
+                        "reason": v.reason,
+                        "window_start": _iso(w.start),
+                        "window_end": _iso(w.end),
+                        "evaluated_at": _iso(ev.evaluated_at),
+                    }
+                )
+    return rows
+
+
+def model_value_rows(evaluations: Iterable[ModelEvaluation]) -> list[dict[str, Any]]:
+    """Model-level values (overall AUC, power means, inequality indices)."""
+    return [
+        {
+            "model": ev.model,
+            "window": w.window,
+            "attribute": m.attribute,
+            "metric": m.metric,
+            "value": finite_or_none(m.value),
+            "ci_lower": finite_or_none(m.ci_lower),
+            "ci_upper": finite_or_none(m.ci_upper),
+            "reason": m.reason,
+        }
+        for ev in evaluations
+        for w in ev.windows
+        for m in w.model_values
+    ]
