@@ -1,0 +1,136 @@
+"""The composition root: the one place that builds sources, monitor, exporter, notifiers and scheduler.
+
+``build_app(settings)`` -> :class:`App`; ``App.start()`` serves HTTP and schedules one
+APScheduler job per model; ``App.stop()`` undoes both. Nothing else in the service reads
+the environment or a global registry: everything is injected from here.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_MISSED, JobExecutionEvent
+from apscheduler.executors.pool import ThreadPoolExecutor
+from apscheduler.schedulers.background import BackgroundScheduler
+from prometheus_client import CollectorRegistry
+
+from monitor import __version__
+from monitor.alerting import AlertTracker
+from monitor.clock import Clock, SystemClock
+from monitor.config import Settings
+from monitor.evaluation import build_evaluators
+from monitor.exporter import SnapshotCollector
+from monitor.http import ServerHandle, make_app, serve
+from monitor.notifiers import Notifier, build_notifiers
+from monitor.service import Monitor
+from monitor.sources import Source
+
+__all__ = ["App", "build_app"]
+
+log = logging.getLogger("fairwatch")
+
+
+@dataclass
+class App:
+    settings: Settings
+    monitor: Monitor
+    registry: CollectorRegistry
+    scheduler: BackgroundScheduler
+    clock: Clock
+    server: ServerHandle | None = None
+    _ready: threading.Event = field(default_factory=threading.Event)
+    _stopped: threading.Event = field(default_factory=threading.Event)
+
+    def start(self, *, serve_http: bool = True) -> None:
+        """Serve HTTP, then schedule every model (the first run of each starts at once)."""
+        if serve_http:
+            wsgi = make_app(registry=self.registry, get_snapshot=self.monitor.snapshot, ready=self._ready.is_set)
+            self.server = serve(wsgi, self.settings.server.host, self.settings.server.port)
+            log.info("serving on %s", self.server.url)
+        now = datetime.now(UTC)
+        for model in self.settings.models:
+            self.scheduler.add_job(
+                self.monitor.run_model,
+                "interval",
+                args=[model.name],
+                id=f"evaluate:{model.name}",
+                name=f"evaluate {model.name}",
+                seconds=model.interval.total_seconds(),
+                next_run_time=now,
+                max_instances=1,  # never two runs of one model at once
+                coalesce=True,  # a slow run is followed by one catch-up, not a burst
+                misfire_grace_time=max(1, int(model.interval.total_seconds())),
+            )
+        self.scheduler.start()
+        self._ready.set()
+
+    def stop(self) -> None:
+        if self.scheduler.running:
+            self.scheduler.shutdown(wait=True)
+        if self.server is not None:
+            self.server.shutdown()
+        for ev in self.monitor.evaluators.values():
+            ev.source.close()
+            if ev.label_source is not None:
+                ev.label_source.close()
+        self._stopped.set()
+
+    def run_forever(self) -> None:
+        """Start, then block until SIGINT/SIGTERM."""
+
+        def handle(signum: int, _frame: Any) -> None:
+            log.info("received signal %d, stopping", signum)
+            self._stopped.set()
+
+        signal.signal(signal.SIGTERM, handle)
+        signal.signal(signal.SIGINT, handle)
+        self.start()
+        try:
+            self._stopped.wait()
+        finally:
+            self.stop()
+
+
+def build_app(
+    settings: Settings,
+    *,
+    clock: Clock | None = None,
+    memory_sources: Mapping[str, Source] | None = None,
+    notifiers: list[Notifier] | None = None,
+) -> App:
+    """Wire the whole service from validated settings."""
+    clock = clock or SystemClock()
+    evaluators = build_evaluators(settings, memory_sources=memory_sources)
+    tracker = AlertTracker(
+        for_=settings.alerts.for_,
+        keep_firing_for=settings.alerts.keep_firing_for,
+        severity=settings.alerts.severity,
+        confidence=settings.alerts.confidence,
+    )
+    min_interval = min(m.interval.total_seconds() for m in settings.models)
+    if notifiers is None:
+        notifiers = build_notifiers(settings.alerts, resend_seconds=min_interval, logger=log)
+    monitor = Monitor(evaluators, tracker=tracker, notifiers=notifiers, clock=clock)
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(SnapshotCollector(monitor.snapshot, version=__version__))
+    scheduler = BackgroundScheduler(
+        executors={"default": ThreadPoolExecutor(max_workers=max(2, min(8, len(settings.models))))},
+        timezone=UTC,
+    )
+
+    def on_job_event(event: JobExecutionEvent) -> None:
+        # run_model catches evaluation errors itself; this counts what escapes it and missed runs
+        monitor.record_job_error()
+        if event.exception is not None:
+            log.error("job %s crashed: %s", event.job_id, event.exception)
+        else:
+            log.warning("job %s missed its run time", event.job_id)
+
+    scheduler.add_listener(on_job_event, EVENT_JOB_ERROR | EVENT_JOB_MISSED)
+    return App(settings, monitor, registry, scheduler, clock)

@@ -1,0 +1,228 @@
+"""``fairwatch``: the command line.
+
+    fairwatch run       --config F                 the service
+    fairwatch evaluate  --config F [--start T --end T] [--format table|json]
+    fairwatch check     --config F [...]           as evaluate; exit 1 on any violation
+    fairwatch validate  --config F                 check a config and exit
+    fairwatch demo      [--port N]                 a drifting toxicity model, live, in a minute
+    fairwatch metrics   [--format table|json|markdown]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from monitor import __version__
+from monitor.errors import ConfigError, FairwatchError
+
+__all__ = ["main"]
+
+_STATE_STYLE = {"ok": "green", "inconclusive": "yellow", "violation": "bold red", "insufficient_data": "dim"}
+
+
+def _parse_time(text: str) -> datetime:
+    try:
+        t = datetime.fromtimestamp(float(text), tz=UTC)
+    except ValueError:
+        try:
+            t = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a time: {text!r} (ISO 8601 or epoch seconds)") from None
+    return t if t.tzinfo else t.replace(tzinfo=UTC)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="fairwatch", description="Fairness monitor for deployed models.")
+    p.add_argument("--version", action="version", version=f"fairwatch {__version__}")
+    p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    sub = p.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run the monitoring service")
+    run.add_argument("--config", required=True)
+
+    for name, text in (("evaluate", "evaluate once and print"), ("check", "evaluate once; exit 1 on a violation")):
+        e = sub.add_parser(name, help=text)
+        e.add_argument("--config", required=True)
+        e.add_argument("--start", type=_parse_time, help="window start (ISO 8601 or epoch seconds)")
+        e.add_argument("--end", type=_parse_time, help="window end, exclusive (default: now)")
+        e.add_argument("--format", choices=["table", "json"], default="table")
+        e.add_argument("--model", action="append", help="only this model (repeatable)")
+        e.add_argument("--all", action="store_true", help="table: show every value, not only judged ones")
+
+    v = sub.add_parser("validate", help="validate a config file")
+    v.add_argument("--config", required=True)
+
+    d = sub.add_parser("demo", help="run a live demo on a synthetic drifting prediction log")
+    d.add_argument("--port", type=int, default=9810)
+    d.add_argument("--host", default="127.0.0.1")
+    d.add_argument("--dir", default="fairwatch-demo", help="where the demo writes its log and config")
+    d.add_argument("--duration", type=float, default=60.0, help="seconds to run (0: until Ctrl-C)")
+    d.add_argument("--speed", type=float, default=600.0, help="simulated seconds per real second")
+
+    m = sub.add_parser("metrics", help="print the metric registry")
+    m.add_argument("--format", choices=["table", "json", "markdown"], default="table")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        level=getattr(logging, args.log_level), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    console = Console(stderr=True)
+    try:
+        handler = _COMMANDS[args.command]
+        return handler(args, console)
+    except ConfigError as exc:
+        console.print(f"[bold red]config error:[/] {exc}", highlight=False, markup=True)
+        return 2
+    except FairwatchError as exc:
+        console.print(f"[bold red]error:[/] {exc}", highlight=False)
+        return 1
+
+
+def _cmd_validate(args: argparse.Namespace, console: Console) -> int:
+    from monitor.config import load_settings
+
+    settings = load_settings(args.config)
+    windows = sum(len(m.windows) for m in settings.models)
+    console.print(f"[green]ok[/]: {args.config}: {len(settings.models)} model(s), {windows} window(s)")
+    return 0
+
+
+def _cmd_run(args: argparse.Namespace, console: Console) -> int:
+    from monitor.app import build_app
+    from monitor.config import load_settings
+
+    app = build_app(load_settings(args.config))
+    app.run_forever()
+    return 0
+
+
+def _evaluate(args: argparse.Namespace, console: Console) -> list[Any]:
+    from monitor.evaluation import build_evaluators
+    from monitor.config import load_settings
+
+    settings = load_settings(args.config)
+    if args.end is not None and args.start is None:
+        raise ConfigError("--end needs --start")
+    if args.start is not None and args.end is None:
+        args.end = datetime.now(UTC)
+    status = console.status("evaluating", spinner="dots")
+    evaluations = []
+    with status:
+        evaluators = build_evaluators(settings, progress=lambda msg: status.update(msg))
+        for name, ev in evaluators.items():
+            if args.model and name not in args.model:
+                continue
+            try:
+                evaluations.append(ev.evaluate(datetime.now(UTC), start=args.start, end=args.end))
+            finally:
+                ev.source.close()
+    return evaluations
+
+
+def _cmd_evaluate(args: argparse.Namespace, console: Console) -> int:
+    from monitor.serialize import evaluation_rows
+
+    evaluations = _evaluate(args, console)
+    rows = evaluation_rows(evaluations)
+    if args.format == "json":
+        json.dump(rows, sys.stdout, indent=1, allow_nan=False)
+        sys.stdout.write("\n")
+    else:
+        _print_table(evaluations, Console(), show_all=args.all)
+    if args.command == "check":
+        violations = [r for r in rows if r["state"] == "violation"]
+        if violations:
+            console.print(f"[bold red]{len(violations)} violation(s)[/]")
+            return 1
+        console.print("[green]no violations[/]")
+    return 0
+
+
+def _fmt(x: float | None, digits: int = 3) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "NaN"
+    if math.isinf(x):
+        return "+inf" if x > 0 else "-inf"
+    return f"{x:.{digits}f}"
+
+
+def _print_table(evaluations: Sequence[Any], console: Console, *, show_all: bool = False) -> None:
+    for ev in evaluations:
+        for w in ev.windows:
+            title = (f"{ev.model} - window {w.window} [{w.start:%Y-%m-%d %H:%M}, {w.end:%Y-%m-%d %H:%M}) - "
+                     f"{w.n_rows:,} rows, label coverage {_fmt(w.label_coverage * 100, 1)}%")
+            table = Table(title=title, title_justify="left", header_style="bold")
+            for col in ("attribute", "group", "metric", "value", "95% interval", "fair range", "state", "n"):
+                table.add_column(col, justify="right" if col in ("value", "n") else "left")
+            for v in sorted(w.values, key=lambda v: (v.attribute, v.group, v.metric)):
+                informational = math.isinf(v.fair_min) and math.isinf(v.fair_max)
+                if informational and not show_all:
+                    continue
+                style = _STATE_STYLE.get(v.state, "")
+                interval = f"[{_fmt(v.ci_lower)}, {_fmt(v.ci_upper)}]"
+                fair = f"[{_fmt(v.fair_min)}, {_fmt(v.fair_max)}]"
+                state = v.state if v.reason is None else f"{v.state} ({v.reason})"
+                table.add_row(v.attribute, v.group, v.metric, _fmt(v.value), interval, fair,
+                              f"[{style}]{state}[/]", f"{int(v.n_group):,}")
+            console.print(table)
+            if w.model_values:
+                summary = ", ".join(
+                    f"{m.metric}{'[' + m.attribute + ']' if m.attribute else ''}={_fmt(m.value)}" for m in w.model_values
+                )
+                console.print(f"  model level: {summary}", highlight=False)
+        if ev.rejected:
+            console.print(f"  rejected rows: {dict(ev.rejected)}", highlight=False)
+
+
+def _cmd_demo(args: argparse.Namespace, console: Console) -> int:
+    from monitor.demo import run_demo
+
+    return run_demo(host=args.host, port=args.port, directory=args.dir, duration=args.duration,
+                    speed=args.speed, console=console)
+
+
+def _cmd_metrics(args: argparse.Namespace, console: Console) -> int:
+    from metrics_core import REGISTRY, registry_as_dicts
+    from monitor.reference import render_metrics_reference
+
+    if args.format == "json":
+        json.dump(registry_as_dicts(), sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return 0
+    if args.format == "markdown":
+        sys.stdout.write(render_metrics_reference())
+        return 0
+    table = Table(title="fairwatch metrics", header_style="bold")
+    for col in ("metric", "family", "ideal", "fair range", "interval", "meaning"):
+        table.add_column(col)
+    for m in REGISTRY.values():
+        fair = "informational" if m.fair_range is None else m.fair_range.describe()
+        table.add_row(m.name, m.family, "" if m.ideal is None else f"{m.ideal:g}", fair, m.interval, m.meaning)
+    Console().print(table)
+    return 0
+
+
+_COMMANDS = {
+    "run": _cmd_run,
+    "evaluate": _cmd_evaluate,
+    "check": _cmd_evaluate,
+    "validate": _cmd_validate,
+    "demo": _cmd_demo,
+    "metrics": _cmd_metrics,
+}
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,140 @@
+"""The monitor: runs evaluations, keeps per-model status, drives alerts, swaps snapshots.
+
+:meth:`Monitor.run_model` is the scheduled job. It never lets an exception escape into
+the scheduler: a failing source marks that model's source down, keeps its last good
+values (their age is exported), is logged once per distinct cause and counted, and the
+next tick retries. Other models are not affected.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from types import MappingProxyType
+
+from monitor.alerting import AlertTracker
+from monitor.clock import Clock
+from monitor.errors import AlertDeliveryError, SourceError
+from monitor.evaluation import Evaluator
+from monitor.notifiers import Notifier
+from monitor.results import ModelEvaluation
+from monitor.snapshot import ActiveAlert, ModelStatus, Snapshot
+
+__all__ = ["Monitor"]
+
+log = logging.getLogger("fairwatch")
+
+
+class Monitor:
+    def __init__(
+        self,
+        evaluators: Mapping[str, Evaluator],
+        *,
+        tracker: AlertTracker,
+        notifiers: Sequence[Notifier],
+        clock: Clock,
+    ) -> None:
+        self.evaluators = dict(evaluators)
+        self.tracker = tracker
+        self.notifiers = list(notifiers)
+        self.clock = clock
+        self._lock = threading.Lock()  # two models' jobs may finish at once: one snapshot writer
+        self._alerts: dict[str, tuple[ActiveAlert, ...]] = {}
+        self._sent: Counter[str] = Counter()
+        self._delivery_failures: Counter[str] = Counter()
+        self._snapshot = Snapshot(
+            models=MappingProxyType(
+                {
+                    name: ModelStatus(name, ev.model.interval.total_seconds())
+                    for name, ev in self.evaluators.items()
+                }
+            ),
+            created_at=clock.now(),
+        )
+
+    def snapshot(self) -> Snapshot:
+        """The current snapshot: one reference read, consistent however it is used."""
+        return self._snapshot
+
+    def run_model(self, name: str) -> ModelEvaluation | None:
+        """Evaluate one model now; update its status, alerts and the snapshot."""
+        evaluator = self.evaluators[name]
+        now = self.clock.now()
+        try:
+            evaluation = evaluator.evaluate(now)
+        except Exception as exc:  # the job boundary: count, log, keep the last values, retry next tick
+            self._record_failure(name, exc, now)
+            return None
+        update = self.tracker.update(evaluation, now)
+        self._deliver(update.firing, update.resolved, now)
+        with self._lock:
+            old = self._snapshot.models[name]
+            rejected = Counter(dict(old.rows_rejected_total))
+            rejected.update(evaluation.rejected)
+            status = replace(
+                old,
+                source_up=True,
+                last_evaluation=evaluation,
+                last_success=now,
+                last_attempt=now,
+                last_error=None,
+                evaluations_total=old.evaluations_total + 1,
+                rows_read_total=old.rows_read_total + evaluation.rows_read,
+                rows_rejected_total=MappingProxyType(dict(rejected)),
+                last_duration_seconds=evaluation.duration_seconds,
+            )
+            self._alerts[name] = tuple(a for a in update.active if a.labels.get("model") == name)
+            self._swap({name: status})
+        if old.last_error is not None:
+            log.info("model %s: evaluation succeeded again", name)
+        return evaluation
+
+    def record_job_error(self) -> None:
+        """A scheduler-level failure (missed run, crashed job) - APScheduler only logs these."""
+        with self._lock:
+            self._snapshot = replace(self._snapshot, job_errors_total=self._snapshot.job_errors_total + 1)
+
+    def _record_failure(self, name: str, exc: Exception, now: object) -> None:
+        message = f"{type(exc).__name__}: {exc}"
+        with self._lock:
+            old = self._snapshot.models[name]
+            if message != old.last_error:  # log a cause once, not every tick
+                if isinstance(exc, SourceError):
+                    log.error("model %s: source failed, keeping last values: %s", name, exc)
+                else:
+                    log.exception("model %s: evaluation failed", name, exc_info=exc)
+            status = replace(
+                old,
+                source_up=False if isinstance(exc, SourceError) else old.source_up,
+                last_attempt=self.clock.now(),
+                last_error=message,
+                evaluations_total=old.evaluations_total + 1,
+                failures_total=old.failures_total + 1,
+            )
+            self._swap({name: status})
+
+    def _deliver(self, firing: Sequence[ActiveAlert], resolved: Sequence[ActiveAlert], now: object) -> None:
+        if not firing and not resolved:
+            return
+        for notifier in self.notifiers:
+            try:
+                notifier.send(firing, resolved, now)  # type: ignore[arg-type]
+                self._sent[notifier.name] += len(firing) + len(resolved)
+            except AlertDeliveryError as exc:
+                self._delivery_failures[notifier.name] += 1
+                log.warning("alert delivery to %s failed: %s", notifier.name, exc)
+
+    def _swap(self, changed: Mapping[str, ModelStatus]) -> None:
+        models = dict(self._snapshot.models)
+        models.update(changed)
+        self._snapshot = replace(
+            self._snapshot,
+            models=MappingProxyType(models),
+            alerts=tuple(a for alerts in self._alerts.values() for a in alerts),
+            alerts_sent_total=MappingProxyType(dict(self._sent)),
+            alert_delivery_failures_total=MappingProxyType(dict(self._delivery_failures)),
+            created_at=self.clock.now(),
+        )

@@ -1,0 +1,155 @@
+"""The evaluation pipeline on in-memory sources: windows, label delay, label join, bad rows."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.metrics import roc_auc_score
+
+from monitor.config import settings_from_dict
+from monitor.errors import SourceError
+from monitor.evaluation import build_evaluators
+from monitor.sources import MemorySource
+
+NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+
+
+def make_log(n: int = 4000, seed: int = 1) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    ts = NOW - timedelta(hours=4) + pd.to_timedelta(rng.uniform(0, 4 * 3600, n), unit="s")
+    y = (rng.random(n) < 0.3).astype(float)
+    g = rng.random(n) < 0.2
+    score = np.round(np.clip(0.3 * y + 0.15 * g + rng.normal(0.35, 0.2, n), 0, 1), 2)
+    race = rng.choice(["a", "b", "c"], n, p=[0.5, 0.3, 0.2]).astype(object)
+    return pd.DataFrame({"id": np.arange(n), "ts": [t.isoformat() for t in ts], "score": score, "label": y,
+                         "g": g.astype(float), "race": race})
+
+
+def settings(**model: Any) -> Any:
+    base: dict[str, Any] = {
+        "name": "m",
+        "source": {"kind": "memory", "name": "log"},
+        "columns": {"id": "id", "timestamp": "ts", "score": "score", "label": "label"},
+        "groups": [{"attribute": "identity", "kind": "indicator", "columns": ["g"]},
+                   {"attribute": "race", "kind": "categorical", "column": "race", "reference": "a"}],
+        "windows": [{"name": "1h", "length": "1h"}, {"name": "3h", "length": "3h"}],
+        "min_samples": 5,
+    }
+    base.update(model)
+    return settings_from_dict({"models": [base]})
+
+
+def evaluate(frame: pd.DataFrame, label_frame: pd.DataFrame | None = None, **model: Any) -> Any:
+    mem = {"log": MemorySource(frame, timestamp_column="ts")}
+    if label_frame is not None:
+        mem["labels"] = MemorySource(label_frame, timestamp_column="labeled_at")
+    return build_evaluators(settings(**model), memory_sources=mem)["m"].evaluate(NOW)
+
+
+def in_window(frame: pd.DataFrame, start: datetime, end: datetime) -> pd.DataFrame:
+    ts = pd.to_datetime(frame["ts"], utc=True)
+    return frame[(ts >= start) & (ts < end)]
+
+
+def test_windows_match_an_independent_computation() -> None:
+    frame = make_log()
+    ev = evaluate(frame)
+    assert [w.window for w in ev.windows] == ["1h", "3h"]
+    for w, hours in zip(ev.windows, (1, 3), strict=True):
+        sub = in_window(frame, NOW - timedelta(hours=hours), NOW)
+        assert w.n_rows == len(sub)
+        g = sub["g"] >= 0.5
+        bpsn = sub[(g & (sub.label == 0)) | (~g & (sub.label == 1))]
+        got = next(v for v in w.values if v.metric == "bpsn_auc" and v.group == "g")
+        assert got.value == pytest.approx(roc_auc_score(bpsn.label, bpsn.score), abs=1e-12)
+        # categorical vs a named reference: race=b against race=a only
+        sr = {r: (sub[sub.race == r].score >= 0.5).mean() for r in "abc"}
+        di = next(v for v in w.values if v.metric == "disparate_impact" and v.group == "b")
+        assert di.reference == "a"
+        assert di.value == pytest.approx(sr["b"] / sr["a"], abs=1e-12)
+
+
+def test_label_delay_shifts_label_metrics_only() -> None:
+    frame = make_log()
+    ev = evaluate(frame, label_delay="1h")
+    w = ev.windows[0]
+    assert w.label_start == NOW - timedelta(hours=2) and w.label_end == NOW - timedelta(hours=1)
+    outcome = in_window(frame, NOW - timedelta(hours=1), NOW)
+    labeled = in_window(frame, NOW - timedelta(hours=2), NOW - timedelta(hours=1))
+    spd = next(v for v in w.values if v.metric == "statistical_parity_difference" and v.group == "g")
+    g = outcome.g >= 0.5
+    assert spd.value == pytest.approx((outcome[g].score >= 0.5).mean() - (outcome[~g].score >= 0.5).mean())
+    eod = next(v for v in w.values if v.metric == "equal_opportunity_difference" and v.group == "g")
+    gl = labeled.g >= 0.5
+    pos = labeled.label == 1
+    tpr = lambda m: (labeled[m & pos].score >= 0.5).mean()  # noqa: E731
+    assert eod.value == pytest.approx(tpr(gl) - tpr(~gl), abs=1e-12)
+
+
+def test_labels_from_a_separate_source_are_joined_and_only_arrived_ones_count() -> None:
+    frame = make_log()
+    labels = frame[["id", "label"]].copy()
+    ts = pd.to_datetime(frame["ts"], utc=True)
+    labels["labeled_at"] = [(t + timedelta(minutes=30)).isoformat() for t in ts]
+    ev = evaluate(frame.drop(columns=["label"]), labels,
+                  labels={"source": {"kind": "memory", "name": "labels"},
+                          "columns": {"id": "id", "label": "label", "timestamp": "labeled_at"}})
+    w = ev.windows[0]
+    arrived = (ts >= NOW - timedelta(hours=1)) & (ts < NOW - timedelta(minutes=30))
+    assert w.n_labeled == int(arrived.sum())
+    cov = {s.group: s.label_coverage for s in w.groups}
+    sub = frame[(ts >= NOW - timedelta(hours=1)) & (ts < NOW)]
+    g_sub = sub.g >= 0.5
+    g_arrived = arrived[(ts >= NOW - timedelta(hours=1)) & (ts < NOW)] & g_sub
+    assert cov["g"] == pytest.approx(g_arrived.sum() / g_sub.sum())
+
+
+def test_bad_rows_are_dropped_and_counted_by_reason() -> None:
+    frame = make_log(500)
+    frame = frame.astype({"score": object, "label": object})
+    frame.loc[0, "score"] = "NaN"
+    frame.loc[1, "score"] = None
+    frame.loc[2, "label"] = 3
+    frame.loc[3, "label"] = "yes"
+    frame.loc[4, "ts"] = "not a time"
+    frame.loc[5, "score"] = 1.7
+    ev = evaluate(frame, windows=[{"name": "all", "length": "5h"}], score_range=[0, 1])
+    assert dict(ev.rejected) == {"score_invalid": 2, "label_invalid": 2, "timestamp_invalid": 1,
+                                 "score_out_of_range": 1}
+    assert ev.windows[0].n_rows == 500 - 6
+
+
+def test_missing_column_is_a_source_error() -> None:
+    with pytest.raises(SourceError, match="race"):
+        evaluate(make_log().drop(columns=["race"]))
+
+
+def test_empty_window_is_nan_with_reason_not_zero() -> None:
+    frame = make_log()
+    frame["ts"] = (NOW - timedelta(days=30)).isoformat()
+    ev = evaluate(frame)
+    w = ev.windows[0]
+    assert w.n_rows == 0
+    for v in w.values:
+        assert np.isnan(v.value) and v.reason and v.state == "insufficient_data"
+
+
+def test_explicit_range_is_one_window() -> None:
+    frame = make_log()
+    build = build_evaluators(settings(), memory_sources={"log": MemorySource(frame, timestamp_column="ts")})
+    ev = build["m"].evaluate(NOW, start=NOW - timedelta(hours=2), end=NOW - timedelta(hours=1))
+    assert [w.window for w in ev.windows] == ["range"]
+    assert ev.windows[0].n_rows == len(in_window(frame, NOW - timedelta(hours=2), NOW - timedelta(hours=1)))
+
+
+def test_prediction_only_model_skips_ranking_metrics() -> None:
+    frame = make_log()
+    frame["pred"] = (frame.score >= 0.5).astype(int)
+    ev = evaluate(frame, columns={"id": "id", "timestamp": "ts", "score": None, "prediction": "pred",
+                                  "label": "label"})
+    metrics = {v.metric for v in ev.windows[0].values}
+    assert "disparate_impact" in metrics and "bpsn_auc" not in metrics
