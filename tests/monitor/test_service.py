@@ -1,0 +1,110 @@
+"""The monitor under a fake clock: alerts go pending then firing; a failing source keeps last values."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from monitor.alerting import AlertTracker
+from monitor.clock import FakeClock
+from monitor.config import settings_from_dict
+from monitor.evaluation import build_evaluators
+from monitor.notifiers import RecordingNotifier
+from monitor.service import Monitor
+from monitor.sources import MemorySource
+
+T0 = datetime(2026, 11, 22, 0, 0, tzinfo=UTC)
+
+
+def drifting_log(hours: int = 12, per_hour: int = 3000, bias_from: int = 4, seed: int = 3) -> pd.DataFrame:
+    """Group `g` negatives get higher scores from hour `bias_from` on."""
+    rng = np.random.default_rng(seed)
+    n = hours * per_hour
+    ts = T0 + pd.to_timedelta(np.sort(rng.uniform(0, hours * 3600, n)), unit="s")
+    y = rng.random(n) < 0.2
+    g = rng.random(n) < 0.15
+    hour = np.asarray((ts - pd.Timestamp(T0)).total_seconds()) / 3600
+    logit = -1.5 + 3 * y + rng.normal(0, 1, n) + 2.5 * (g & ~y & (hour >= bias_from))
+    return pd.DataFrame({"id": np.arange(n), "ts": ts.astype("int64") / 1e9, "score": 1 / (1 + np.exp(-logit)),
+                         "label": y.astype(int), "g": g})
+
+
+def make_monitor(frames: dict[str, pd.DataFrame], *, for_: str = "30m") -> tuple[Monitor, FakeClock, Any, Any]:
+    models = [
+        {"name": name, "source": {"kind": "memory", "name": name},
+         "columns": {"id": "id", "timestamp": "ts", "score": "score", "label": "label"},
+         "groups": [{"attribute": "identity", "kind": "indicator", "columns": ["g"]}],
+         "windows": [{"name": "1h", "length": "1h"}], "interval": "10m", "min_samples": 50,
+         "metrics": ["bpsn_auc", "negative_aeg", "statistical_parity_difference"]}
+        for name in frames
+    ]
+    settings = settings_from_dict({"models": models, "alerts": {"for": for_}})
+    sources = {name: MemorySource(f, timestamp_column="ts") for name, f in frames.items()}
+    clock = FakeClock(T0 + timedelta(hours=1))
+    recorder = RecordingNotifier()
+    tracker = AlertTracker(for_=settings.alerts.for_, keep_firing_for=timedelta(0))
+    monitor = Monitor(build_evaluators(settings, memory_sources=sources), tracker=tracker,
+                      notifiers=[recorder], clock=clock)
+    return monitor, clock, recorder, sources
+
+
+def tick(monitor: Monitor, clock: FakeClock, minutes: int = 10) -> None:
+    clock.advance(timedelta(minutes=minutes))
+    for name in monitor.evaluators:
+        monitor.run_model(name)
+
+
+def test_alert_goes_pending_then_firing_then_resolves() -> None:
+    frame = drifting_log()
+    monitor, clock, recorder, _ = make_monitor({"tox": frame})
+    states: list[set[str]] = []
+    while clock.now() < T0 + timedelta(hours=7):
+        tick(monitor, clock)
+        states.append({a.state for a in monitor.snapshot().alerts})
+    assert states[0] == set()  # no bias yet
+    first_pending = next(i for i, s in enumerate(states) if "pending" in s)
+    first_firing = next(i for i, s in enumerate(states) if "firing" in s)
+    assert first_firing > first_pending  # pending for `for` = 30m = three ticks first
+    assert first_firing - first_pending >= 3
+    pushed = [a for call in recorder.calls for a in call.firing]
+    assert pushed and {a.labels["group"] for a in pushed} == {"g"}
+    # remove the bias: the same log without it resolves the alert
+    frame.loc[:, "score"] = 1 / (1 + np.exp(-(-1.5 + 3 * frame["label"])))
+    for _ in range(8):
+        tick(monitor, clock)
+    assert monitor.snapshot().alerts == ()
+    assert any(call.resolved for call in recorder.calls)
+
+
+def test_failing_source_keeps_last_values_and_other_models_go_on() -> None:
+    monitor, clock, _, sources = make_monitor({"a": drifting_log(seed=1), "b": drifting_log(seed=2)})
+    tick(monitor, clock)
+    before = monitor.snapshot().models["a"].last_evaluation
+    assert before is not None
+    sources["a"].fail_with = "database is unreachable"
+    tick(monitor, clock)
+    tick(monitor, clock)
+    snap = monitor.snapshot()
+    a, b = snap.models["a"], snap.models["b"]
+    assert a.source_up is False and a.failures_total == 2 and a.evaluations_total == 3
+    assert a.last_evaluation is before  # last good values stay, their age visible
+    assert a.last_success == T0 + timedelta(hours=1, minutes=10)
+    assert "unreachable" in (a.last_error or "")
+    assert b.source_up and b.failures_total == 0 and b.evaluations_total == 3
+    sources["a"].fail_with = None  # the next tick retries and recovers
+    tick(monitor, clock)
+    a = monitor.snapshot().models["a"]
+    assert a.source_up and a.last_evaluation is not before and a.last_error is None
+
+
+def test_delivery_failure_is_counted_not_fatal() -> None:
+    monitor, clock, recorder, _ = make_monitor({"tox": drifting_log()}, for_="0s")
+    recorder.failing = True
+    clock.set(T0 + timedelta(hours=5))
+    monitor.run_model("tox")
+    snap = monitor.snapshot()
+    assert snap.alert_delivery_failures_total.get("recording", 0) >= 1
+    assert snap.models["tox"].last_evaluation is not None
