@@ -113,9 +113,10 @@ def build_app(
         severity=settings.alerts.severity,
         confidence=settings.alerts.confidence,
     )
-    min_interval = min(m.interval.total_seconds() for m in settings.models)
+    # firing alerts are re-sent every evaluation; Alertmanager must not expire them in between
+    resend = max(m.interval.total_seconds() for m in settings.models)
     if notifiers is None:
-        notifiers = build_notifiers(settings.alerts, resend_seconds=min_interval, logger=log)
+        notifiers = build_notifiers(settings.alerts, resend_seconds=resend, logger=log)
     monitor = Monitor(evaluators, tracker=tracker, notifiers=notifiers, clock=clock)
     registry = CollectorRegistry(auto_describe=False)
     registry.register(SnapshotCollector(monitor.snapshot, version=__version__))

@@ -1,0 +1,352 @@
+"""Alert sinks: Alertmanager's v2 API, a generic JSON webhook, the log, and a recording test double.
+
+Every sink is a :class:`Notifier`: ``send(firing, resolved, now)`` pushes the currently firing alerts
+and those that resolved at this evaluation, and raises :class:`~monitor.errors.AlertDeliveryError` when
+the sink refuses or cannot be reached. The caller counts such failures and tries again at the next
+evaluation; firing alerts are re-sent every time anyway, as Prometheus does.
+
+HTTP goes through urllib (no extra dependency). Credentials written in a URL
+(``http://user:pass@host``) become a Basic ``Authorization`` header and never appear in an error
+message. Proxies from the environment are ignored for loopback addresses, and redirects are not
+followed (a redirected POST would silently lose its body).
+"""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import ipaddress
+import json
+import logging
+import threading
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, Protocol
+
+from monitor import __version__
+from monitor.config import AlertsConfig
+from monitor.errors import AlertDeliveryError, ConfigError
+from monitor.snapshot import ActiveAlert
+
+__all__ = [
+    "AlertmanagerNotifier",
+    "LogNotifier",
+    "Notifier",
+    "RecordingNotifier",
+    "SentBatch",
+    "WebhookNotifier",
+    "build_notifiers",
+]
+
+# Alertmanager's webhook payload marks a firing alert's end with Go's zero time; so do we, so that a
+# receiver written for Alertmanager's webhooks parses ours.
+_NO_END = "0001-01-01T00:00:00Z"
+_MAX_ERROR_BODY = 200
+
+
+class Notifier(Protocol):
+    """An alert sink."""
+
+    name: str
+
+    def send(self, firing: Sequence[ActiveAlert], resolved: Sequence[ActiveAlert], now: datetime) -> None:
+        """Deliver ``firing`` and ``resolved`` alerts; raise :class:`AlertDeliveryError` on failure."""
+        ...
+
+
+# -- sinks -----------------------------------------------------------------------------------------------
+
+
+class AlertmanagerNotifier:
+    """Pushes alerts to Alertmanager's ``POST /api/v2/alerts``, the way Prometheus does.
+
+    Firing alerts are re-sent at every call with ``endsAt = now + 4 * resend_seconds``: should
+    fairwatch die, Alertmanager resolves them by itself after a few missed evaluations. Resolved
+    alerts are sent once with ``endsAt = now``.
+    """
+
+    name = "alertmanager"
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        timeout_seconds: float,
+        resend_seconds: float,
+        generator_url: str | None = None,
+    ) -> None:
+        _check_positive("timeout_seconds", timeout_seconds)
+        _check_positive("resend_seconds", resend_seconds)
+        self._endpoint = _Endpoint.parse(url.rstrip("/") + "/api/v2/alerts")
+        self.timeout_seconds = timeout_seconds
+        self.resend_seconds = resend_seconds
+        self.generator_url = generator_url
+
+    @property
+    def url(self) -> str:
+        """The endpoint, without credentials."""
+        return self._endpoint.url
+
+    def send(self, firing: Sequence[ActiveAlert], resolved: Sequence[ActiveAlert], now: datetime) -> None:
+        if not firing and not resolved:
+            return
+        expires = now + timedelta(seconds=4 * self.resend_seconds)
+        payload = [self._alert(a, ends_at=expires) for a in firing]
+        payload += [self._alert(a, ends_at=now) for a in resolved]
+        self._endpoint.post_json(payload, timeout=self.timeout_seconds, sink=self.name)
+
+    def _alert(self, alert: ActiveAlert, *, ends_at: datetime) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "labels": dict(alert.labels),
+            "annotations": dict(alert.annotations),
+            "startsAt": _iso(_starts_at(alert)),
+            "endsAt": _iso(ends_at),
+        }
+        if self.generator_url:
+            body["generatorURL"] = self.generator_url
+        return body
+
+
+class WebhookNotifier:
+    """POSTs one JSON object per call, shaped loosely like Alertmanager's webhook payload::
+
+        {"version": "1", "receiver": "fairwatch", "status": "firing" | "resolved",
+         "alerts": [{"status", "labels", "annotations", "startsAt", "endsAt", "generatorURL"}]}
+
+    ``status`` is ``firing`` when any alert fires. Nothing is sent when there is nothing to say.
+    """
+
+    name = "webhook"
+
+    def __init__(self, url: str, *, timeout_seconds: float, generator_url: str | None = None) -> None:
+        _check_positive("timeout_seconds", timeout_seconds)
+        self._endpoint = _Endpoint.parse(url)
+        self.timeout_seconds = timeout_seconds
+        self.generator_url = generator_url
+
+    @property
+    def url(self) -> str:
+        return self._endpoint.url
+
+    def send(self, firing: Sequence[ActiveAlert], resolved: Sequence[ActiveAlert], now: datetime) -> None:
+        if not firing and not resolved:
+            return
+        alerts = [self._alert(a, "firing", _NO_END) for a in firing]
+        alerts += [self._alert(a, "resolved", _iso(now)) for a in resolved]
+        payload = {
+            "version": "1",
+            "receiver": "fairwatch",
+            "status": "firing" if firing else "resolved",
+            "alerts": alerts,
+        }
+        self._endpoint.post_json(payload, timeout=self.timeout_seconds, sink=self.name)
+
+    def _alert(self, alert: ActiveAlert, status: str, ends_at: str) -> dict[str, Any]:
+        return {
+            "status": status,
+            "labels": dict(alert.labels),
+            "annotations": dict(alert.annotations),
+            "startsAt": _iso(_starts_at(alert)),
+            "endsAt": ends_at,
+            "generatorURL": self.generator_url or "",
+        }
+
+
+class LogNotifier:
+    """Logs an alert when it starts firing (WARNING) and when it resolves (INFO), one line each.
+
+    Firing alerts arrive again at every evaluation; the log says so only once per firing episode,
+    so that a long-firing alert does not drown the log.
+    """
+
+    name = "log"
+
+    def __init__(self, logger: logging.Logger) -> None:
+        self._logger = logger
+        self._announced: dict[tuple[tuple[str, str], ...], datetime | None] = {}  # labels -> firing_since
+        self._lock = threading.Lock()
+
+    def send(self, firing: Sequence[ActiveAlert], resolved: Sequence[ActiveAlert], now: datetime) -> None:
+        with self._lock:
+            for alert in firing:
+                key = _label_key(alert.labels)
+                if key in self._announced and self._announced[key] == alert.firing_since:
+                    continue
+                self._announced[key] = alert.firing_since
+                self._logger.warning("fairness alert firing: %s", _headline(alert))
+            for alert in resolved:
+                self._announced.pop(_label_key(alert.labels), None)
+                self._logger.info("fairness alert resolved: %s", _headline(alert))
+
+
+@dataclass(frozen=True)
+class SentBatch:
+    """One call recorded by :class:`RecordingNotifier`."""
+
+    firing: tuple[ActiveAlert, ...]
+    resolved: tuple[ActiveAlert, ...]
+    now: datetime
+
+
+class RecordingNotifier:
+    """In-package test double: records every call, empty ones included (as httpx ships ``MockTransport``).
+
+    Set ``failing = True`` to make :meth:`send` raise :class:`AlertDeliveryError` like an unreachable
+    sink; the call is still recorded.
+    """
+
+    def __init__(self, name: str = "recording", *, failing: bool = False) -> None:
+        self.name = name
+        self.failing = failing
+        self.calls: list[SentBatch] = []
+
+    def send(self, firing: Sequence[ActiveAlert], resolved: Sequence[ActiveAlert], now: datetime) -> None:
+        self.calls.append(SentBatch(tuple(firing), tuple(resolved), now))
+        if self.failing:
+            raise AlertDeliveryError(f"{self.name}: simulated delivery failure")
+
+
+def build_notifiers(
+    alerts_config: AlertsConfig, *, resend_seconds: float, logger: logging.Logger
+) -> list[Notifier]:
+    """The sinks the ``alerts:`` section asks for: ``alertmanager``, ``webhook``, ``log`` (in that order).
+
+    ``resend_seconds`` is how often firing alerts are re-sent (the evaluation interval); it sets how
+    long Alertmanager keeps an alert that stops being refreshed.
+    """
+    notifiers: list[Notifier] = []
+    generator_url = alerts_config.external_url
+    if (am := alerts_config.alertmanager) is not None:
+        try:
+            notifiers.append(
+                AlertmanagerNotifier(
+                    am.url,
+                    timeout_seconds=am.timeout.total_seconds(),
+                    resend_seconds=resend_seconds,
+                    generator_url=generator_url,
+                )
+            )
+        except ValueError as exc:
+            raise ConfigError(f"alerts.alertmanager: {exc}") from exc
+    if (hook := alerts_config.webhook) is not None:
+        try:
+            notifiers.append(
+                WebhookNotifier(
+                    hook.url, timeout_seconds=hook.timeout.total_seconds(), generator_url=generator_url
+                )
+            )
+        except ValueError as exc:
+            raise ConfigError(f"alerts.webhook: {exc}") from exc
+    if alerts_config.log:
+        notifiers.append(LogNotifier(logger))
+    return notifiers
+
+
+# -- HTTP ------------------------------------------------------------------------------------------------
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None  # the 3xx then surfaces as an HTTPError: a delivery failure
+
+
+@dataclass(frozen=True)
+class _Endpoint:
+    url: str  # without credentials: safe to show
+    authorization: str | None
+    opener: urllib.request.OpenerDirector
+
+    @classmethod
+    def parse(cls, url: str) -> _Endpoint:
+        parts = urllib.parse.urlsplit(url)
+        host = parts.hostname
+        if parts.scheme not in ("http", "https") or not host:
+            raise ValueError(f"url must be an http(s) URL with a host, got {_redacted(parts)!r}")
+        parts.port  # noqa: B018 - raises ValueError on a bad port now rather than at the first alert
+        authorization = None
+        if parts.username is not None:
+            user = urllib.parse.unquote(parts.username)
+            password = urllib.parse.unquote(parts.password or "")
+            authorization = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+        # An HTTP(S)_PROXY meant for the outside world must not intercept a loopback sink.
+        proxies: dict[str, str] | None = {} if _is_loopback(host) else None
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler(proxies), _NoRedirect())
+        return cls(_redacted(parts), authorization, opener)
+
+    def post_json(self, payload: Any, *, timeout: float, sink: str) -> None:
+        request = urllib.request.Request(
+            self.url,
+            data=json.dumps(payload).encode(),
+            method="POST",
+            headers={"Content-Type": "application/json", "User-Agent": f"fairwatch/{__version__}"},
+        )
+        if self.authorization:
+            request.add_header("Authorization", self.authorization)
+        try:
+            with self.opener.open(request, timeout=timeout) as response:
+                response.read()
+        except urllib.error.HTTPError as exc:
+            with exc:
+                detail = _short_body(exc)
+            raise AlertDeliveryError(f"{sink}: POST {self.url} answered HTTP {exc.code}: {detail}") from exc
+        except urllib.error.URLError as exc:
+            raise AlertDeliveryError(f"{sink}: cannot reach {self.url}: {exc.reason}") from exc
+        except (OSError, http.client.HTTPException) as exc:  # timeouts, resets, malformed answers
+            raise AlertDeliveryError(f"{sink}: POST {self.url} failed: {exc!r}") from exc
+
+
+def _redacted(parts: urllib.parse.SplitResult) -> str:
+    """The URL without its user:password part."""
+    netloc = parts.netloc.rpartition("@")[2]
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _short_body(exc: urllib.error.HTTPError) -> str:
+    """The start of an error answer, on one line: enough to see why, never a whole page."""
+    try:
+        text = exc.read(_MAX_ERROR_BODY + 1).decode("utf-8", "replace")
+    except (OSError, http.client.HTTPException):
+        return "(no body)"
+    text = " ".join(text.split())
+    if len(text) > _MAX_ERROR_BODY:
+        text = text[:_MAX_ERROR_BODY] + "..."
+    return text or "(empty body)"
+
+
+# -- formatting ------------------------------------------------------------------------------------------
+
+
+def _iso(t: datetime) -> str:
+    """RFC 3339 in UTC with a ``Z``, as Alertmanager writes it."""
+    return t.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _starts_at(alert: ActiveAlert) -> datetime:
+    return alert.firing_since or alert.active_since
+
+
+def _label_key(labels: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted(labels.items()))
+
+
+def _headline(alert: ActiveAlert) -> str:
+    summary = alert.annotations.get("summary")
+    return summary or ", ".join(f"{k}={v}" for k, v in sorted(alert.labels.items()))
+
+
+def _check_positive(name: str, value: float) -> None:
+    if not value > 0:
+        raise ValueError(f"{name} must be positive, got {value}")
