@@ -79,6 +79,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(
         level=getattr(logging, args.log_level), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    # APScheduler logs every job run at INFO: that is our evaluation loop, not news
+    logging.getLogger("apscheduler").setLevel(max(logging.WARNING, getattr(logging, args.log_level)))
     console = Console(stderr=True)
     try:
         handler = _COMMANDS[args.command]

@@ -11,6 +11,7 @@ the metrics on ``/metrics``, the alert go pending, fire, and resolve.
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import time
 from dataclasses import dataclass
@@ -163,6 +164,8 @@ def run_demo(
     settings = load_settings(config)
     clock = AcceleratedClock(start, speed)
     app = build_app(settings, clock=clock)
+    # the live table below shows every alert transition; log lines would only scroll it away
+    logging.getLogger("fairwatch").setLevel(logging.ERROR)
     app.start()
     assert app.server is not None
     console.print(f"[bold]fairwatch demo[/] - log {log.path}, config {config}")
@@ -178,17 +181,21 @@ def run_demo(
             while time.monotonic() < t_end:
                 time.sleep(0.5)
                 live.update(_status_table(app, clock.now()))
-                for a in app.monitor.snapshot().alerts:
-                    key = (a.labels["metric"], a.labels["window"])
+                current = {(a.labels["metric"], a.labels["window"]): a for a in app.monitor.snapshot().alerts}
+                for key, a in current.items():
                     if seen.get(key) != a.state:
                         seen[key] = a.state
                         live.console.print(f"[bold]{clock.now():%H:%M}[/] alert {a.labels['metric']} "
                                            f"({a.labels['group']}, {a.labels['window']}) is [red]{a.state}[/]")
+                for key in [k for k, state in seen.items() if state == "firing" and k not in current]:
+                    seen[key] = "resolved"
+                    live.console.print(f"[bold]{clock.now():%H:%M}[/] alert {key[0]} ({BIASED}, {key[1]}) "
+                                       "is [green]resolved[/]")
     except KeyboardInterrupt:
         pass
     finally:
         app.stop()
-    fired = sorted({k for k, v in seen.items() if v == "firing"})
+    fired = sorted({k for k, v in seen.items() if v in ("firing", "resolved")})
     console.print(f"demo finished: {len(fired)} alert(s) fired: {', '.join(f'{m} ({w})' for m, w in fired) or 'none'}")
     console.print(f"run it again without acceleration: fairwatch run --config {config}")
     return 0
