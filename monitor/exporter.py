@@ -1,0 +1,314 @@
+"""Prometheus export: a custom collector that formats the current :class:`Snapshot`.
+
+:class:`SnapshotCollector` follows prometheus_client's custom-collector protocol: each
+``collect()`` takes the snapshot reference once and yields metric families built from it
+alone, so a group that vanished from the latest evaluation vanishes from ``/metrics``
+(module-level labelled gauges would keep its last value forever). Nothing is computed at
+scrape time: the values were computed by the scheduled evaluation, and samples carry no
+timestamps.
+
+Families (all prefixed ``fairwatch_``):
+
+- ``<metric>`` per group metric, labels ``model, window, attribute, group, reference``;
+- ``<metric>`` per model-level value, labels ``model, window, attribute``;
+- ``metric_ci_lower``/``_upper``, ``metric_fair_min``/``_max``, ``metric_state`` and
+  ``metric_support``, each with a ``metric`` label;
+- group and window sizes, label coverage, dropped groups and rows without a group;
+- ``alerts`` (as Prometheus' ``ALERTS``) and the service's self-metrics.
+
+Building ~10,000 samples takes milliseconds, so the families are built once per snapshot
+and reused by every scrape of that same (immutable) snapshot.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Mapping
+
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    InfoMetricFamily,
+    Metric,
+)
+
+from metrics_core import REGISTRY, STATES, MetricValue, ModelValue
+from monitor.results import ModelEvaluation, WindowResult
+from monitor.snapshot import ModelStatus, Snapshot
+
+__all__ = ["PREFIX", "STATE_CODES", "SnapshotCollector", "build_families"]
+
+PREFIX = "fairwatch_"
+
+#: ``fairwatch_metric_state`` values: the position in :data:`metrics_core.STATES`.
+STATE_CODES: dict[str, int] = {state: code for code, state in enumerate(STATES)}
+
+_SCHEDULED = "Computed on a schedule (every model's interval), not at scrape time."
+_VALUE_LABELS = ("model", "window", "attribute", "group", "reference")
+_MODEL_VALUE_LABELS = ("model", "window", "attribute")
+_COMPANION_LABELS = ("metric", *_VALUE_LABELS)
+_GROUP_LABELS = ("model", "window", "attribute", "group")
+_WINDOW_LABELS = ("model", "window")
+_ATTRIBUTE_LABELS = ("model", "window", "attribute")
+# The alert's identity (reference included: one group may be judged against two references).
+_ALERT_LABELS = ("model", "window", "attribute", "group", "reference", "metric", "alertstate")
+_STATE_HELP = ", ".join(f"{code} {state}" for state, code in STATE_CODES.items())
+
+# Companion families: (name suffix, HELP, MetricValue attribute).
+_COMPANIONS = (
+    ("metric_ci_lower", "Lower bound of the metric's confidence interval (NaN when undefined).", "ci_lower"),
+    ("metric_ci_upper", "Upper bound of the metric's confidence interval (NaN when undefined).", "ci_upper"),
+    ("metric_fair_min", "Lower end of the metric's fair range (-Inf: open).", "fair_min"),
+    ("metric_fair_max", "Upper end of the metric's fair range (+Inf: open).", "fair_max"),
+    ("metric_state", f"State of the metric against its fair range: {_STATE_HELP}.", "state"),
+    (
+        "metric_support",
+        "Smallest denominator the metric depends on (judged against min_samples).",
+        "support",
+    ),
+)
+
+
+class SnapshotCollector:
+    """Yields the metric families of the snapshot returned by ``get_snapshot``.
+
+    Register it on a :class:`prometheus_client.CollectorRegistry`; ``describe()`` returns
+    ``[]`` so that registration does not call ``collect()`` (and so ``get_snapshot``)
+    before the service has a snapshot. (``/metrics?name[]=...`` filtering then needs a
+    registry built with ``support_collectors_without_names=True``.)
+
+    The families of the last snapshot seen are kept and yielded again while it is
+    current; they are never mutated after being built, so concurrent scrapes may share
+    them.
+    """
+
+    def __init__(self, get_snapshot: Callable[[], Snapshot], *, version: str) -> None:
+        self._get_snapshot = get_snapshot
+        self._version = version
+        # (snapshot, families): one tuple so a reader never pairs one snapshot with
+        # another's families. The snapshot itself is the key: an id() could be reused.
+        self._cache: tuple[Snapshot, tuple[Metric, ...]] | None = None
+
+    def describe(self) -> list[Metric]:
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        snapshot = self._get_snapshot()  # once per scrape: every family from one state
+        cache = self._cache
+        if cache is None or cache[0] is not snapshot:
+            cache = (snapshot, tuple(build_families(snapshot, version=self._version)))
+            self._cache = cache
+        yield from cache[1]
+
+
+def build_families(snapshot: Snapshot, *, version: str) -> list[Metric]:
+    """Every family exported for ``snapshot``, in a stable order."""
+    values = _Families()
+    for status in snapshot.models.values():
+        if status.last_evaluation is not None:  # kept after a failed evaluation
+            _add_evaluation(values, status.name, status.last_evaluation)
+    return [
+        *values.families(),
+        _alerts(snapshot),
+        *_self_metrics(snapshot, version),
+    ]
+
+
+class _Families:
+    """Families created on first use, so only metrics present in the snapshot appear."""
+
+    def __init__(self) -> None:
+        self._values: dict[str, GaugeMetricFamily] = {}
+        self._fixed: dict[str, GaugeMetricFamily] = {}
+        for suffix, help_text, _ in _COMPANIONS:
+            self._gauge(suffix, help_text, _COMPANION_LABELS)
+        self._gauge("group_rows", "Rows of the group in the window.", _GROUP_LABELS)
+        self._gauge("group_labeled_rows", "Rows of the group in the window with a label.", _GROUP_LABELS)
+        self._gauge(
+            "group_label_coverage_ratio", "Share of the group's rows with a label (0..1).", _GROUP_LABELS
+        )
+        self._gauge("window_rows", "Rows in the window.", _WINDOW_LABELS)
+        self._gauge("window_label_coverage_ratio", "Share of the window's rows with a label.", _WINDOW_LABELS)
+        self._gauge(
+            "groups_dropped",
+            "Groups of the attribute not exported (intersection cap or minimum size).",
+            _ATTRIBUTE_LABELS,
+        )
+        self._gauge(
+            "group_missing_rows", "Rows of the window with no value for the attribute.", _ATTRIBUTE_LABELS
+        )
+
+    def _gauge(self, suffix: str, help_text: str, labels: tuple[str, ...]) -> None:
+        self._fixed[suffix] = GaugeMetricFamily(PREFIX + suffix, f"{help_text} {_SCHEDULED}", labels=labels)
+
+    def fixed(self, suffix: str) -> GaugeMetricFamily:
+        return self._fixed[suffix]
+
+    def value(self, metric: str, labels: tuple[str, ...]) -> GaugeMetricFamily:
+        family = self._values.get(metric)
+        if family is None:
+            family = GaugeMetricFamily(PREFIX + metric, _metric_help(metric), labels=labels)
+            self._values[metric] = family
+        return family
+
+    def families(self) -> list[GaugeMetricFamily]:
+        return [*self._values.values(), *self._fixed.values()]
+
+
+def _metric_help(metric: str) -> str:
+    spec = REGISTRY.get(metric)
+    if spec is None:  # a metric the registry does not know still gets a HELP line
+        return f"fairwatch metric {metric}. {_SCHEDULED} NaN: undefined."
+    undefined = "NaN: undefined." if spec.level == "model" else "NaN: undefined (see fairwatch_metric_state)."
+    return f"{spec.meaning}; {spec.formula}. {_SCHEDULED} {undefined}"
+
+
+def _add_evaluation(families: _Families, model: str, evaluation: ModelEvaluation) -> None:
+    for window in evaluation.windows:
+        for value in window.values:
+            _add_value(families, model, window.window, value)
+        for model_value in window.model_values:
+            _add_model_value(families, model, window.window, model_value)
+        _add_sizes(families, model, window)
+
+
+def _add_value(families: _Families, model: str, window: str, v: MetricValue) -> None:
+    labels = [model, window, v.attribute, v.group, v.reference]
+    families.value(v.metric, _VALUE_LABELS).add_metric(labels, v.value)
+    companion_labels = [v.metric, *labels]
+    for suffix, _, field in _COMPANIONS:
+        raw = getattr(v, field)
+        number = STATE_CODES[raw] if field == "state" else raw
+        families.fixed(suffix).add_metric(companion_labels, number)
+
+
+def _add_model_value(families: _Families, model: str, window: str, m: ModelValue) -> None:
+    families.value(m.metric, _MODEL_VALUE_LABELS).add_metric([model, window, m.attribute], m.value)
+    spec = REGISTRY.get(m.metric)
+    # Only metrics with an interval method get CI series: the others would be all-NaN noise.
+    if spec is not None and spec.interval != "none":
+        labels = [m.metric, model, window, m.attribute, "", ""]  # no group, no reference
+        families.fixed("metric_ci_lower").add_metric(labels, m.ci_lower)
+        families.fixed("metric_ci_upper").add_metric(labels, m.ci_upper)
+
+
+def _add_sizes(families: _Families, model: str, w: WindowResult) -> None:
+    for g in w.groups:
+        labels = [model, w.window, g.attribute, g.group]
+        families.fixed("group_rows").add_metric(labels, g.n_rows)
+        families.fixed("group_labeled_rows").add_metric(labels, g.n_labeled)
+        families.fixed("group_label_coverage_ratio").add_metric(labels, g.label_coverage)
+    families.fixed("window_rows").add_metric([model, w.window], w.n_rows)
+    families.fixed("window_label_coverage_ratio").add_metric([model, w.window], w.label_coverage)
+    for attribute, n in w.dropped_groups.items():
+        families.fixed("groups_dropped").add_metric([model, w.window, attribute], n)
+    for attribute, n in w.missing_group_rows.items():
+        families.fixed("group_missing_rows").add_metric([model, w.window, attribute], n)
+
+
+def _alerts(snapshot: Snapshot) -> GaugeMetricFamily:
+    family = GaugeMetricFamily(
+        PREFIX + "alerts",
+        "1 for each pending or firing fairwatch alert, as Prometheus' ALERTS. " + _SCHEDULED,
+        labels=_ALERT_LABELS,
+    )
+    seen: set[tuple[str, ...]] = set()
+    for alert in snapshot.alerts:
+        key = (*(alert.labels.get(name, "") for name in _ALERT_LABELS[:-1]), alert.state)
+        if key not in seen:  # two alerts differing only in other labels would be one series
+            seen.add(key)
+            family.add_metric(list(key), 1)
+    return family
+
+
+def _self_metrics(snapshot: Snapshot, version: str) -> list[Metric]:
+    models = list(snapshot.models.values())
+    build = InfoMetricFamily(PREFIX + "build", "fairwatch build information.", labels=["version"])
+    build.add_metric([version], {})
+    job_errors = CounterMetricFamily(
+        PREFIX + "job_errors_total", "Unexpected errors in scheduled jobs (see the log)."
+    )
+    job_errors.add_metric([], snapshot.job_errors_total)
+    return [
+        build,
+        _per_model_counter("evaluations_total", "Evaluations attempted.", models, "evaluations_total"),
+        _per_model_counter("evaluation_failures_total", "Evaluations that failed.", models, "failures_total"),
+        _per_model_counter(
+            "rows_read_total", "Prediction rows read from the source.", models, "rows_read_total"
+        ),
+        _rows_rejected(models),
+        job_errors,
+        _per_sink_counter("alerts_sent_total", "Alert notifications delivered.", snapshot.alerts_sent_total),
+        _per_sink_counter(
+            "alert_delivery_failures_total",
+            "Alert notifications a sink refused or could not be reached for.",
+            snapshot.alert_delivery_failures_total,
+        ),
+        _per_model_gauge(
+            "evaluation_duration_seconds",
+            "Duration of the model's last evaluation.",
+            models,
+            lambda s: s.last_duration_seconds,
+        ),
+        _per_model_gauge(
+            "last_evaluation_success_timestamp_seconds",
+            "Unix time of the model's last successful evaluation; absent before the first.",
+            models,
+            lambda s: s.last_success.timestamp() if s.last_success else None,
+        ),
+        _per_model_gauge(
+            "last_evaluation_timestamp_seconds",
+            "Unix time of the model's last evaluation attempt, successful or not.",
+            models,
+            lambda s: s.last_attempt.timestamp() if s.last_attempt else None,
+        ),
+        _per_model_gauge(
+            "source_up",
+            "1 if the model's last evaluation read its source, 0 if it failed (last values stay exported).",
+            models,
+            lambda s: 1 if s.source_up else 0,
+        ),
+        _per_model_gauge(
+            "model_interval_seconds",
+            "Configured evaluation interval of the model.",
+            models,
+            lambda s: s.interval_seconds,
+        ),
+    ]
+
+
+def _per_model_counter(name: str, help_text: str, models: list[ModelStatus], field: str) -> Metric:
+    family = CounterMetricFamily(PREFIX + name, help_text, labels=["model"])
+    for status in models:
+        family.add_metric([status.name], getattr(status, field))
+    return family
+
+
+def _per_model_gauge(
+    name: str, help_text: str, models: list[ModelStatus], value_of: Callable[[ModelStatus], float | None]
+) -> Metric:
+    family = GaugeMetricFamily(PREFIX + name, help_text, labels=["model"])
+    for status in models:
+        value = value_of(status)
+        if value is not None and not math.isnan(value):  # "not yet known" is absent, not NaN
+            family.add_metric([status.name], value)
+    return family
+
+
+def _rows_rejected(models: list[ModelStatus]) -> Metric:
+    family = CounterMetricFamily(
+        PREFIX + "rows_rejected_total",
+        "Rows dropped as invalid (bad score, label or group value), by reason.",
+        labels=["model", "reason"],
+    )
+    for status in models:
+        for reason, n in sorted(status.rows_rejected_total.items()):
+            family.add_metric([status.name, reason], n)
+    return family
+
+
+def _per_sink_counter(name: str, help_text: str, counts: Mapping[str, int]) -> Metric:
+    family = CounterMetricFamily(PREFIX + name, help_text, labels=["sink"])
+    for sink, n in sorted(counts.items()):
+        family.add_metric([sink], n)
+    return family

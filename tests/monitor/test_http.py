@@ -1,0 +1,332 @@
+"""The HTTP surface over real sockets: content negotiation, health, JSON results, landing page, errors."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from datetime import timedelta
+from email.message import Message
+from types import MappingProxyType
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry
+from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
+from prometheus_client.parser import text_string_to_metric_families as parse_text
+
+from monitor.exporter import SnapshotCollector
+from monitor.http import ServerHandle, make_app, redact, serve
+from monitor.snapshot import Snapshot
+from tests.monitor.test_exporter import (
+    T0,
+    make_snapshot,
+    model_evaluation,
+    model_status,
+    rich_snapshot,
+    rich_values,
+    window_result,
+)
+
+# Loopback only: never through an HTTP(S)_PROXY from the environment.
+_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+@dataclass
+class Response:
+    status: int
+    headers: Message
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+def _registry() -> CollectorRegistry:
+    # Without this flag prometheus_client ignores ``name[]`` for collectors whose describe() is empty.
+    return CollectorRegistry(support_collectors_without_names=True)
+
+
+@dataclass
+class Service:
+    """A served app whose snapshot and readiness the test changes between requests."""
+
+    server: ServerHandle
+    snapshot: Snapshot
+    ready: bool = False
+    registry: CollectorRegistry = field(default_factory=_registry)
+
+    def get(self, path: str, *, method: str = "GET", headers: dict[str, str] | None = None) -> Response:
+        request = urllib.request.Request(self.server.url + path, method=method, headers=headers or {})
+        try:
+            with _OPENER.open(request, timeout=10) as answer:
+                return Response(answer.status, answer.headers, answer.read())
+        except urllib.error.HTTPError as error:
+            return Response(error.code, error.headers, error.read())
+
+
+def _start(snapshot: Snapshot, *, cache_metrics: bool = True) -> Service:
+    service = Service(server=None, snapshot=snapshot)  # type: ignore[arg-type]
+    service.registry.register(SnapshotCollector(lambda: service.snapshot, version="1.2.3"))
+    app = make_app(
+        registry=service.registry,
+        get_snapshot=lambda: service.snapshot,
+        ready=lambda: service.ready,
+        cache_metrics=cache_metrics,
+    )
+    service.server = serve(app, "127.0.0.1", 0)
+    return service
+
+
+@pytest.fixture(scope="module")
+def servers() -> Iterator[dict[bool, Service]]:
+    """One server per caching mode for the module; tests reset their state (a stop costs a poll)."""
+    started = {cache: _start(rich_snapshot(), cache_metrics=cache) for cache in (True, False)}
+    try:
+        yield started
+    finally:
+        for service in started.values():
+            service.server.shutdown()
+
+
+def _fresh(service: Service) -> Service:
+    service.snapshot = rich_snapshot()
+    service.ready = False
+    return service
+
+
+@pytest.fixture(params=[True, False], ids=["cached", "uncached"])
+def service(servers: dict[bool, Service], request: pytest.FixtureRequest) -> Service:
+    return _fresh(servers[request.param])
+
+
+@pytest.fixture
+def cached_service(servers: dict[bool, Service]) -> Service:
+    return _fresh(servers[True])
+
+
+# --------------------------------------------------------------------------------------------------------
+# Server
+# --------------------------------------------------------------------------------------------------------
+
+
+def test_serve_reports_the_port_it_got(cached_service: Service) -> None:
+    server = cached_service.server
+    assert server.port > 0
+    assert server.url == f"http://127.0.0.1:{server.port}"
+
+
+def test_shutdown_closes_the_socket() -> None:
+    service = _start(rich_snapshot())
+    url = service.server.url
+    service.server.shutdown()
+    with pytest.raises(urllib.error.URLError):
+        _OPENER.open(url + "/healthz", timeout=5)
+
+
+# --------------------------------------------------------------------------------------------------------
+# /metrics
+# --------------------------------------------------------------------------------------------------------
+
+
+def test_metrics_text_format(service: Service) -> None:
+    answer = service.get("/metrics")
+    assert answer.status == 200
+    assert answer.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+    families = {f.name: f for f in parse_text(answer.body.decode())}
+    assert families["fairwatch_disparate_impact"].type == "gauge"
+    assert families["fairwatch_evaluations"].type == "counter"
+
+
+def test_metrics_openmetrics_by_accept_header(service: Service) -> None:
+    answer = service.get("/metrics", headers={"Accept": "application/openmetrics-text; version=1.0.0"})
+    assert answer.status == 200
+    assert answer.headers["Content-Type"].startswith("application/openmetrics-text")
+    assert answer.body.endswith(b"# EOF\n")
+    families = {f.name: f for f in parse_openmetrics(answer.body.decode())}  # type: ignore[no-untyped-call]
+    assert families["fairwatch_build"].type == "info"
+    assert families["fairwatch_rows_rejected"].type == "counter"
+
+
+def test_metrics_gzip_by_accept_encoding(service: Service) -> None:
+    plain = service.get("/metrics")
+    zipped = service.get("/metrics", headers={"Accept-Encoding": "gzip"})
+    assert zipped.headers["Content-Encoding"] == "gzip"
+    assert "Content-Encoding" not in plain.headers
+    assert gzip.decompress(zipped.body) == plain.body
+
+
+def test_repeated_scrapes_are_identical(service: Service) -> None:
+    assert service.get("/metrics").body == service.get("/metrics").body
+
+
+def test_new_snapshot_is_served_not_the_cached_one(service: Service) -> None:
+    assert b'group="white"' in service.get("/metrics").body
+    service.snapshot = rich_snapshot(groups=[v for v in rich_values() if v.group != "white"], alerts=())
+    for headers in ({}, {"Accept-Encoding": "gzip"}):
+        body = service.get("/metrics", headers=headers).body
+        text = gzip.decompress(body) if headers else body
+        assert b'group="white"' not in text
+        assert b'group="black"' in text
+
+
+def test_metrics_name_filter_passes_through(service: Service) -> None:
+    body = service.get("/metrics?name[]=fairwatch_source_up").body.decode()
+    assert "fairwatch_source_up{" in body
+    assert "fairwatch_disparate_impact" not in body
+
+
+# --------------------------------------------------------------------------------------------------------
+# Health
+# --------------------------------------------------------------------------------------------------------
+
+
+def test_healthz(cached_service: Service) -> None:
+    answer = cached_service.get("/healthz")
+    assert (answer.status, answer.body) == (200, b"ok\n")
+
+
+def test_readyz_is_503_until_ready(cached_service: Service) -> None:
+    assert cached_service.get("/readyz").status == 503
+    cached_service.ready = True
+    assert cached_service.get("/readyz").status == 200
+
+
+# --------------------------------------------------------------------------------------------------------
+# /api/v1/results
+# --------------------------------------------------------------------------------------------------------
+
+
+def test_results_shape(cached_service: Service) -> None:
+    answer = cached_service.get("/api/v1/results")
+    assert answer.status == 200
+    assert answer.headers["Content-Type"] == "application/json"
+    body = answer.json()
+    assert body["status"] == "success"
+    data = body["data"]
+    assert set(data) == {"generated_at", "models", "results", "model_values", "alerts"}
+    assert data["generated_at"] == "2026-03-01T12:00:00Z"
+
+    (model,) = data["models"]
+    assert model["name"] == "toxicity"
+    assert model["source_up"] is True
+    assert model["last_success"] == model["evaluated_at"] == "2026-03-01T12:00:00Z"
+    assert model["last_error"] is None
+    assert [w["window"] for w in model["windows"]] == ["1h", "24h"]
+    assert model["windows"][0]["label_coverage"] == 0.8
+
+    assert len(data["results"]) == 7
+    muslim = next(r for r in data["results"] if r["group"] == "muslim")
+    assert muslim["value"] is None and muslim["state"] == "insufficient_data" and muslim["reason"]
+    rate = next(r for r in data["results"] if r["metric"] == "selection_rate")
+    assert (rate["fair_min"], rate["fair_max"]) == (None, None)  # infinities are not JSON
+
+    assert {m["metric"] for m in data["model_values"]} == {
+        "overall_auc", "power_mean_subgroup_auc", "theil_index"
+    }  # fmt: skip
+    assert {(a["labels"]["group"], a["state"]) for a in data["alerts"]} == {
+        ("white", "firing"), ("asian", "pending")
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("model=toxicity", 7),
+        ("model=other", 0),
+        ("window=24h", 1),
+        ("metric=disparate_impact", 5),
+        ("metric=disparate_impact&metric=subgroup_auc", 6),
+        ("state=violation", 1),
+        ("window=1h&state=ok", 3),
+    ],
+)
+def test_results_filters(cached_service: Service, query: str, expected: int) -> None:
+    data = cached_service.get(f"/api/v1/results?{query}").json()["data"]
+    assert len(data["results"]) == expected
+
+
+def test_results_filters_apply_to_model_values(cached_service: Service) -> None:
+    data = cached_service.get("/api/v1/results?window=24h").json()["data"]
+    assert [(m["window"], m["metric"]) for m in data["model_values"]] == [("24h", "overall_auc")]
+
+
+def test_results_unknown_state_is_bad_data(cached_service: Service) -> None:
+    answer = cached_service.get("/api/v1/results?state=broken")
+    assert answer.status == 400
+    assert answer.json()["errorType"] == "bad_data"
+
+
+def test_results_of_a_failed_model_keep_last_values_and_hide_passwords(cached_service: Service) -> None:
+    status = cached_service.snapshot.models["toxicity"]
+    cached_service.snapshot = make_snapshot(
+        replace(
+            status,
+            source_up=False,
+            last_attempt=T0 + timedelta(minutes=1),
+            last_error="SourceError: cannot connect to postgresql+psycopg://fw:s3cret@db:5432/logs",
+        )
+    )
+    data = cached_service.get("/api/v1/results").json()["data"]
+    (model,) = data["models"]
+    assert model["source_up"] is False
+    assert "s3cret" not in model["last_error"]
+    assert "postgresql+psycopg://fw:***@db:5432/logs" in model["last_error"]
+    assert model["last_attempt"] == "2026-03-01T12:01:00Z"
+    assert len(data["results"]) == 7
+
+
+def test_redact_leaves_plain_text_alone() -> None:
+    assert redact("table predictions not found") == "table predictions not found"
+    assert redact("sqlite:///x.db is locked") == "sqlite:///x.db is locked"
+
+
+# --------------------------------------------------------------------------------------------------------
+# Landing page, errors
+# --------------------------------------------------------------------------------------------------------
+
+
+def test_landing_page_lists_models_and_links(cached_service: Service) -> None:
+    answer = cached_service.get("/")
+    assert answer.status == 200
+    assert answer.headers["Content-Type"] == "text/html; charset=utf-8"
+    page = answer.body.decode()
+    for link in ("/metrics", "/api/v1/results", "/healthz", "/readyz"):
+        assert f'href="{link}"' in page
+    assert "<td>toxicity</td>" in page
+    # 1h: ok black, black selection_rate, black subgroup_auc; 24h: ok black -> 4 ok
+    assert "<td>2026-03-01T12:00:00Z</td><td>2</td><td>4</td><td>1</td><td>1</td><td>1</td>" in page
+
+
+def test_landing_page_escapes_model_names(cached_service: Service) -> None:
+    evil = "<script>alert('x')</script>"
+    evaluation = model_evaluation(evil, window_result("1h", rich_values()[:1]))
+    cached_service.snapshot = make_snapshot(model_status(evil, evaluation, source_up=False, last_error="<b>"))
+    page = cached_service.get("/").body.decode()
+    assert "<script>" not in page and "<b>" not in page
+    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in page
+
+
+def test_landing_page_without_models() -> None:
+    service = _start(make_snapshot(models=MappingProxyType({})))
+    try:
+        answer = service.get("/")
+        assert answer.status == 200 and b"fairwatch" in answer.body
+    finally:
+        service.server.shutdown()
+
+
+@pytest.mark.parametrize("path", ["/nope", "/metrics/extra", "/api/v1/result"])
+def test_unknown_path_is_404(cached_service: Service, path: str) -> None:
+    assert cached_service.get(path).status == 404
+
+
+@pytest.mark.parametrize("path", ["/metrics", "/healthz", "/api/v1/results", "/"])
+@pytest.mark.parametrize("method", ["POST", "PUT", "DELETE"])
+def test_non_get_is_405(cached_service: Service, path: str, method: str) -> None:
+    answer = cached_service.get(path, method=method)
+    assert answer.status == 405
+    assert answer.headers["Allow"] == "GET"
