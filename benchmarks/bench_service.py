@@ -15,7 +15,6 @@ import json
 import sqlite3
 import statistics
 import tempfile
-import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -50,12 +49,19 @@ def make_log(rows: int, seed: int = 42) -> pd.DataFrame:
 
 
 def settings(source: dict[str, object]) -> object:
-    return settings_from_dict({"models": [{
-        "name": "bench", "source": source,
-        "columns": {"id": "id", "timestamp": "ts", "score": "score", "label": "label"},
-        "groups": [{"attribute": "identity", "kind": "indicator", "columns": IDENTITIES}],
-        "windows": [{"name": "24h", "length": "24h"}],
-    }]})
+    return settings_from_dict(
+        {
+            "models": [
+                {
+                    "name": "bench",
+                    "source": source,
+                    "columns": {"id": "id", "timestamp": "ts", "score": "score", "label": "label"},
+                    "groups": [{"attribute": "identity", "kind": "indicator", "columns": IDENTITIES}],
+                    "windows": [{"name": "24h", "length": "24h"}],
+                }
+            ]
+        }
+    )
 
 
 def time_source(name: str, source: dict[str, object], repeat: int) -> dict[str, float]:
@@ -74,7 +80,9 @@ def time_source(name: str, source: dict[str, object], repeat: int) -> dict[str, 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
@@ -100,11 +108,23 @@ def main() -> None:
     for col in ("source", "rows read", "total s", "read s", "compute s", "read share"):
         table.add_column(col, justify="right")
     for name, r in results.items():
-        table.add_row(name, f"{int(r['rows']):,}", f"{r['total_s']:.3f}", f"{r['read_s']:.3f}",
-                      f"{r['compute_s']:.3f}", f"{r['read_s'] / r['total_s']:.0%}")
+        table.add_row(
+            name,
+            f"{int(r['rows']):,}",
+            f"{r['total_s']:.3f}",
+            f"{r['read_s']:.3f}",
+            f"{r['compute_s']:.3f}",
+            f"{r['read_s'] / r['total_s']:.0%}",
+        )
     Console().print(table)
-    print(json.dumps({"rows": args.rows, **{f"{k}_{m}": round(v, 4) for k, r in results.items()
-                                            for m, v in r.items() if m != "rows"}}))
+    print(
+        json.dumps(
+            {
+                "rows": args.rows,
+                **{f"{k}_{m}": round(v, 4) for k, r in results.items() for m, v in r.items() if m != "rows"},
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

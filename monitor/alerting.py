@@ -275,7 +275,7 @@ def alert_summary(value: MetricValue, *, model: str, window: str, confidence: fl
     ...                 0.8, 1.25, "violation", 1234, 50000, 1234)
     >>> alert_summary(v, model="toxicity", window="24h", confidence=0.95)
     'disparate_impact for identity=muslim (vs background) in model toxicity, window 24h: 0.62 (95% CI 0.55 to 0.7), fair range [0.8, 1.25], 1,234 rows in the group'
-    """  # noqa: E501
+    """
     return (
         f"{value.metric} for {value.attribute}={value.group} (vs {value.reference}) "
         f"in model {model}, window {window}: {_number(value.value)} "

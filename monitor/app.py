@@ -50,7 +50,9 @@ class App:
     def start(self, *, serve_http: bool = True) -> None:
         """Serve HTTP, then schedule every model (the first run of each starts at once)."""
         if serve_http:
-            wsgi = make_app(registry=self.registry, get_snapshot=self.monitor.snapshot, ready=self._ready.is_set)
+            wsgi = make_app(
+                registry=self.registry, get_snapshot=self.monitor.snapshot, ready=self._ready.is_set
+            )
             self.server = serve(wsgi, self.settings.server.host, self.settings.server.port)
             log.info("serving on %s", self.server.url)
         now = datetime.now(UTC)

@@ -1,11 +1,11 @@
 """``fairwatch``: the command line.
 
-    fairwatch run       --config F                 the service
-    fairwatch evaluate  --config F [--start T --end T] [--format table|json]
-    fairwatch check     --config F [...]           as evaluate; exit 1 on any violation
-    fairwatch validate  --config F                 check a config and exit
-    fairwatch demo      [--port N]                 a drifting toxicity model, live, in a minute
-    fairwatch metrics   [--format table|json|markdown]
+fairwatch run       --config F                 the service
+fairwatch evaluate  --config F [--start T --end T] [--format table|json]
+fairwatch check     --config F [...]           as evaluate; exit 1 on any violation
+fairwatch validate  --config F                 check a config and exit
+fairwatch demo      [--port N]                 a drifting toxicity model, live, in a minute
+fairwatch metrics   [--format table|json|markdown]
 """
 
 from __future__ import annotations
@@ -50,7 +50,10 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run the monitoring service")
     run.add_argument("--config", required=True)
 
-    for name, text in (("evaluate", "evaluate once and print"), ("check", "evaluate once; exit 1 on a violation")):
+    for name, text in (
+        ("evaluate", "evaluate once and print"),
+        ("check", "evaluate once; exit 1 on a violation"),
+    ):
         e = sub.add_parser(name, help=text)
         e.add_argument("--config", required=True)
         e.add_argument("--start", type=_parse_time, help="window start (ISO 8601 or epoch seconds)")
@@ -112,8 +115,8 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
 
 
 def _evaluate(args: argparse.Namespace, console: Console) -> list[Any]:
-    from monitor.evaluation import build_evaluators
     from monitor.config import load_settings
+    from monitor.evaluation import build_evaluators
 
     settings = load_settings(args.config)
     if args.end is not None and args.start is None:
@@ -164,8 +167,10 @@ def _fmt(x: float | None, digits: int = 3) -> str:
 def _print_table(evaluations: Sequence[Any], console: Console, *, show_all: bool = False) -> None:
     for ev in evaluations:
         for w in ev.windows:
-            title = (f"{ev.model} - window {w.window} [{w.start:%Y-%m-%d %H:%M}, {w.end:%Y-%m-%d %H:%M}) - "
-                     f"{w.n_rows:,} rows, label coverage {_fmt(w.label_coverage * 100, 1)}%")
+            title = (
+                f"{ev.model} - window {w.window} [{w.start:%Y-%m-%d %H:%M}, {w.end:%Y-%m-%d %H:%M}) - "
+                f"{w.n_rows:,} rows, label coverage {_fmt(w.label_coverage * 100, 1)}%"
+            )
             table = Table(title=title, title_justify="left", header_style="bold")
             for col in ("attribute", "group", "metric", "value", "95% interval", "fair range", "state", "n"):
                 table.add_column(col, justify="right" if col in ("value", "n") else "left")
@@ -177,12 +182,21 @@ def _print_table(evaluations: Sequence[Any], console: Console, *, show_all: bool
                 interval = f"[{_fmt(v.ci_lower)}, {_fmt(v.ci_upper)}]"
                 fair = f"[{_fmt(v.fair_min)}, {_fmt(v.fair_max)}]"
                 state = v.state if v.reason is None else f"{v.state} ({v.reason})"
-                table.add_row(v.attribute, v.group, v.metric, _fmt(v.value), interval, fair,
-                              f"[{style}]{state}[/]", f"{int(v.n_group):,}")
+                table.add_row(
+                    v.attribute,
+                    v.group,
+                    v.metric,
+                    _fmt(v.value),
+                    interval,
+                    fair,
+                    f"[{style}]{state}[/]",
+                    f"{int(v.n_group):,}",
+                )
             console.print(table)
             if w.model_values:
                 summary = ", ".join(
-                    f"{m.metric}{'[' + m.attribute + ']' if m.attribute else ''}={_fmt(m.value)}" for m in w.model_values
+                    f"{m.metric}{'[' + m.attribute + ']' if m.attribute else ''}={_fmt(m.value)}"
+                    for m in w.model_values
                 )
                 console.print(f"  model level: {summary}", highlight=False)
         if ev.rejected:
@@ -192,8 +206,14 @@ def _print_table(evaluations: Sequence[Any], console: Console, *, show_all: bool
 def _cmd_demo(args: argparse.Namespace, console: Console) -> int:
     from monitor.demo import run_demo
 
-    return run_demo(host=args.host, port=args.port, directory=args.dir, duration=args.duration,
-                    speed=args.speed, console=console)
+    return run_demo(
+        host=args.host,
+        port=args.port,
+        directory=args.dir,
+        duration=args.duration,
+        speed=args.speed,
+        console=console,
+    )
 
 
 def _cmd_metrics(args: argparse.Namespace, console: Console) -> int:
@@ -212,7 +232,9 @@ def _cmd_metrics(args: argparse.Namespace, console: Console) -> int:
         table.add_column(col)
     for m in REGISTRY.values():
         fair = "informational" if m.fair_range is None else m.fair_range.describe()
-        table.add_row(m.name, m.family, "" if m.ideal is None else f"{m.ideal:g}", fair, m.interval, m.meaning)
+        table.add_row(
+            m.name, m.family, "" if m.ideal is None else f"{m.ideal:g}", fair, m.interval, m.meaning
+        )
     Console().print(table)
     return 0
 

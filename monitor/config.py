@@ -94,7 +94,9 @@ class SourceConfig(_Strict):
     def _check_kind(self) -> SourceConfig:
         if self.kind == "sql":
             if not self.url:
-                raise ValueError("a sql source needs `url` (an SQLAlchemy URL, e.g. sqlite:///predictions.db)")
+                raise ValueError(
+                    "a sql source needs `url` (an SQLAlchemy URL, e.g. sqlite:///predictions.db)"
+                )
             if bool(self.table) == bool(self.query):
                 raise ValueError("a sql source needs exactly one of `table` or `query`")
         if self.kind == "files" and not self.path:

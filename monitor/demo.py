@@ -27,7 +27,14 @@ from rich.table import Table
 __all__ = ["DemoLog", "run_demo", "write_demo_config", "write_demo_log"]
 
 IDENTITIES = [
-    "male", "female", "homosexual_gay_or_lesbian", "christian", "jewish", "muslim", "black", "white",
+    "male",
+    "female",
+    "homosexual_gay_or_lesbian",
+    "christian",
+    "jewish",
+    "muslim",
+    "black",
+    "white",
     "psychiatric_or_mental_illness",
 ]
 PREVALENCE = [0.06, 0.07, 0.03, 0.05, 0.02, 0.06, 0.03, 0.04, 0.02]
@@ -72,13 +79,17 @@ def write_demo_log(
     frame = pd.DataFrame({"id": np.arange(n), "ts": [x.isoformat() for x in t], "score": score})
     annotated = rng.random(n) < 0.6
     for name in IDENTITIES:
-        frac = np.where(ident[name], rng.uniform(0.5, 1.0, n), rng.uniform(0.0, 0.3, n) * (rng.random(n) < 0.2))
+        frac = np.where(
+            ident[name], rng.uniform(0.5, 1.0, n), rng.uniform(0.0, 0.3, n) * (rng.random(n) < 0.2)
+        )
         frame[name] = np.where(annotated | ident[name], np.round(frac, 2), np.nan)
-    labels = pd.DataFrame({
-        "id": np.arange(n),
-        "label": toxic.astype(int),
-        "labeled_at": [(x + label_delay).isoformat() for x in t],
-    })
+    labels = pd.DataFrame(
+        {
+            "id": np.arange(n),
+            "label": toxic.astype(int),
+            "labeled_at": [(x + label_delay).isoformat() for x in t],
+        }
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.exists():
         path.unlink()
@@ -94,7 +105,7 @@ def write_demo_config(directory: Path, *, port: int, host: str = "127.0.0.1") ->
     """The demo's config, also a worked example of every common key."""
     cols = ", ".join(IDENTITIES)
     text = f"""\
-# fairwatch demo config - run it yourself with: fairwatch run --config {directory / 'config.yaml'}
+# fairwatch demo config - run it yourself with: fairwatch run --config {directory / "config.yaml"}
 models:
   - name: toxicity
     source: {{kind: sql, url: "sqlite:///predictions.db", table: predictions}}
@@ -139,18 +150,28 @@ def _status_table(app: object, now: datetime) -> Table:
     if ev is not None:
         for w in ev.windows:
             for v in w.values:
-                if v.group == BIASED and v.metric in ("bpsn_auc", "negative_aeg", "statistical_parity_difference"):
-                    style = {"violation": "bold red", "inconclusive": "yellow", "ok": "green"}.get(v.state, "dim")
-                    table.add_row(w.window, v.group, v.metric, f"{v.value:.3f}",
-                                  f"[{v.fair_min:.3f}, {v.fair_max:.3f}]", f"[{style}]{v.state}[/]")
+                if v.group == BIASED and v.metric in (
+                    "bpsn_auc",
+                    "negative_aeg",
+                    "statistical_parity_difference",
+                ):
+                    style = {"violation": "bold red", "inconclusive": "yellow", "ok": "green"}.get(
+                        v.state, "dim"
+                    )
+                    table.add_row(
+                        w.window,
+                        v.group,
+                        v.metric,
+                        f"{v.value:.3f}",
+                        f"[{v.fair_min:.3f}, {v.fair_max:.3f}]",
+                        f"[{style}]{v.state}[/]",
+                    )
     alerts = ", ".join(f"{a.labels['metric']}/{a.labels['window']}: {a.state}" for a in snap.alerts) or "none"
     table.caption = f"alerts: {alerts}"
     return table
 
 
-def run_demo(
-    *, host: str, port: int, directory: str, duration: float, speed: float, console: Console
-) -> int:
+def run_demo(*, host: str, port: int, directory: str, duration: float, speed: float, console: Console) -> int:
     """Write the log and config, run the service on accelerated time, print a live summary."""
     from monitor.app import build_app
     from monitor.clock import AcceleratedClock
@@ -169,15 +190,21 @@ def run_demo(
     app.start()
     assert app.server is not None
     console.print(f"[bold]fairwatch demo[/] - log {log.path}, config {config}")
-    console.print(f"  metrics  {app.server.url}/metrics\n  results  {app.server.url}/api/v1/results\n"
-                  f"  home     {app.server.url}/")
-    console.print(f"  bias against '{BIASED}' starts at simulated {log.bias_start:%H:%M} and ends at "
-                  f"{log.bias_end:%H:%M}; one real second is {speed / 60:g} simulated minutes")
+    console.print(
+        f"  metrics  {app.server.url}/metrics\n  results  {app.server.url}/api/v1/results\n"
+        f"  home     {app.server.url}/"
+    )
+    console.print(
+        f"  bias against '{BIASED}' starts at simulated {log.bias_start:%H:%M} and ends at "
+        f"{log.bias_end:%H:%M}; one real second is {speed / 60:g} simulated minutes"
+    )
     seen: dict[tuple[str, str], str] = {}
     t_end = time.monotonic() + duration if duration > 0 else float("inf")
     out = Console()
     try:
-        with Live(_status_table(app, clock.now()), console=out, refresh_per_second=2, transient=False) as live:
+        with Live(
+            _status_table(app, clock.now()), console=out, refresh_per_second=2, transient=False
+        ) as live:
             while time.monotonic() < t_end:
                 time.sleep(0.5)
                 live.update(_status_table(app, clock.now()))
@@ -185,17 +212,23 @@ def run_demo(
                 for key, a in current.items():
                     if seen.get(key) != a.state:
                         seen[key] = a.state
-                        live.console.print(f"[bold]{clock.now():%H:%M}[/] alert {a.labels['metric']} "
-                                           f"({a.labels['group']}, {a.labels['window']}) is [red]{a.state}[/]")
+                        live.console.print(
+                            f"[bold]{clock.now():%H:%M}[/] alert {a.labels['metric']} "
+                            f"({a.labels['group']}, {a.labels['window']}) is [red]{a.state}[/]"
+                        )
                 for key in [k for k, state in seen.items() if state == "firing" and k not in current]:
                     seen[key] = "resolved"
-                    live.console.print(f"[bold]{clock.now():%H:%M}[/] alert {key[0]} ({BIASED}, {key[1]}) "
-                                       "is [green]resolved[/]")
+                    live.console.print(
+                        f"[bold]{clock.now():%H:%M}[/] alert {key[0]} ({BIASED}, {key[1]}) "
+                        "is [green]resolved[/]"
+                    )
     except KeyboardInterrupt:
         pass
     finally:
         app.stop()
     fired = sorted({k for k, v in seen.items() if v in ("firing", "resolved")})
-    console.print(f"demo finished: {len(fired)} alert(s) fired: {', '.join(f'{m} ({w})' for m, w in fired) or 'none'}")
+    console.print(
+        f"demo finished: {len(fired)} alert(s) fired: {', '.join(f'{m} ({w})' for m, w in fired) or 'none'}"
+    )
     console.print(f"run it again without acceleration: fairwatch run --config {config}")
     return 0

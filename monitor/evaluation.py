@@ -57,6 +57,10 @@ def clean_rows(frame: pd.DataFrame, model: ModelConfig) -> tuple[pd.DataFrame, C
     needed = [c for c in (cols.score, cols.prediction, cols.label) if c]
     needed += [c for g in model.groups for c in _group_columns(g)]
     missing = [c for c in dict.fromkeys(needed) if c not in frame.columns]
+    if missing and frame.empty:
+        # nothing logged yet in this window (a files source with no rows has no columns to show)
+        frame = frame.assign(**{c: pd.Series(dtype="float64") for c in missing})
+        missing = []
     if missing:
         raise SourceError(f"column(s) {missing} missing from the source; it has {list(frame.columns)}")
     if cols.model and cols.model in frame.columns:
@@ -79,7 +83,9 @@ def clean_rows(frame: pd.DataFrame, model: ModelConfig) -> tuple[pd.DataFrame, C
                 reject((score < lo) | (score > hi), "score_out_of_range")
         out[SCORE] = score
     if cols.prediction:
-        pred = pd.to_numeric(frame[cols.prediction], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+        pred = pd.to_numeric(frame[cols.prediction], errors="coerce").to_numpy(
+            dtype=np.float64, na_value=np.nan
+        )
         reject(~np.isin(pred, (0.0, 1.0)), "prediction_invalid")
         out[PRED] = pred
     if cols.label:
@@ -125,7 +131,9 @@ class Evaluator:
         d = self.model.label_delay
         return [_Span(w.name, now - w.length, now, now - d - w.length, now - d) for w in self.model.windows]
 
-    def evaluate(self, now: datetime, *, start: datetime | None = None, end: datetime | None = None) -> ModelEvaluation:
+    def evaluate(
+        self, now: datetime, *, start: datetime | None = None, end: datetime | None = None
+    ) -> ModelEvaluation:
         """Evaluate every window at ``now``, or one explicit ``[start, end)`` window named ``range``."""
         t0 = time.perf_counter()
         if start is not None and end is not None:
@@ -185,7 +193,9 @@ class Evaluator:
         merged = frame.merge(labels[["__join_key", "__joined_label"]], on="__join_key", how="left")
         label_name = self.model.columns.label or "label"
         if label_name in merged.columns:
-            merged[label_name] = merged[label_name].where(merged[label_name].notna(), merged["__joined_label"])
+            merged[label_name] = merged[label_name].where(
+                merged[label_name].notna(), merged["__joined_label"]
+            )
         else:
             merged[label_name] = merged["__joined_label"]
         merged = merged.drop(columns=["__join_key", "__joined_label"])
@@ -210,8 +220,9 @@ class Evaluator:
         values: list[mc.MetricValue] = []
         model_values: list[mc.ModelValue] = []
         n_alerting = sum(1 for s in specs if not s.informational and s.level == "group")
-        out_report, out_attrs = self._report(outcome, outcome_specs if not same else [s.name for s in specs],
-                                             n_alerting)
+        out_report, out_attrs = self._report(
+            outcome, outcome_specs if not same else [s.name for s in specs], n_alerting
+        )
         values += out_report.values
         model_values += out_report.model
         if not same and label_specs:
@@ -241,21 +252,27 @@ class Evaluator:
         attrs = []
         for g in self.model.groups:
             if g.kind == "indicator":
-                cols = {c: pd.to_numeric(frame[c], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
-                        for c in g.columns}
+                cols = {
+                    c: pd.to_numeric(frame[c], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+                    for c in g.columns
+                }
                 attr = mc.indicator_attribute(g.attribute, cols, threshold=g.threshold, min_size=g.min_size)
             elif g.kind == "categorical":
                 values = frame[g.column].astype(object).where(frame[g.column].notna(), None).to_numpy()
                 ref = g.reference if isinstance(g.reference, str) else "&".join(g.reference)
                 attr = mc.categorical_attribute(g.attribute, values, reference=ref, min_size=g.min_size)
             else:
-                cols = {c: frame[c].astype(object).where(frame[c].notna(), None).to_numpy() for c in g.columns}
+                cols = {
+                    c: frame[c].astype(object).where(frame[c].notna(), None).to_numpy() for c in g.columns
+                }
                 attr = mc.intersection_attribute(cols, reference=g.reference, min_size=g.min_size)
                 attr = _renamed(attr, g.attribute)
             attrs.append(_capped(attr, self.model.max_groups))
         return attrs
 
-    def _report(self, frame: pd.DataFrame, metrics: Sequence[str], n_alerting: int) -> tuple[mc.Report, list[mc.Attribute]]:
+    def _report(
+        self, frame: pd.DataFrame, metrics: Sequence[str], n_alerting: int
+    ) -> tuple[mc.Report, list[mc.Attribute]]:
         attrs = self._attributes(frame)
         comparisons = [c for a in attrs for c in a.comparisons]
         has_scores = self.model.columns.score is not None
@@ -284,8 +301,11 @@ class Evaluator:
         for a in attrs:
             for c in a.comparisons:
                 mask = np.asarray(a.masks[c.key])
-                stats.append(GroupStats(c.attribute, c.group, c.reference, int(mask.sum()),
-                                        int((mask & has_label).sum())))
+                stats.append(
+                    GroupStats(
+                        c.attribute, c.group, c.reference, int(mask.sum()), int((mask & has_label).sum())
+                    )
+                )
         return stats
 
 
@@ -330,7 +350,10 @@ def build_evaluators(
 
 
 def _evaluator(
-    model: ModelConfig, settings: Settings, memory: Mapping[str, Source] | None, progress: Callable[[str], None] | None
+    model: ModelConfig,
+    settings: Settings,
+    memory: Mapping[str, Source] | None,
+    progress: Callable[[str], None] | None,
 ) -> Evaluator:
     source = build_source(model.source, timestamp_column=model.columns.timestamp, memory=memory)
     label_source = None

@@ -33,12 +33,18 @@ def render_metrics_reference() -> str:
     ]
     for family, title in _FAMILY_TITLES.items():
         specs = [m for m in REGISTRY.values() if m.family == family]
-        out += [f"## {title}", "", "| metric | formula | ideal | fair range | source of the range | interval | meaning |",
-                "|---|---|---|---|---|---|---|"]
+        out += [
+            f"## {title}",
+            "",
+            "| metric | formula | ideal | fair range | source of the range | interval | meaning |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for m in specs:
             fair = "informational" if m.fair_range is None else m.fair_range.describe()
             ideal = "" if m.ideal is None else f"{m.ideal:g}"
-            name = f"`{m.name}`" + (f" (alias: {', '.join(f'`{a}`' for a in m.aliases)})" if m.aliases else "")
+            name = f"`{m.name}`" + (
+                f" (alias: {', '.join(f'`{a}`' for a in m.aliases)})" if m.aliases else ""
+            )
             out.append(
                 f"| {name} | {_cell(m.formula)} | {ideal} | {_cell(fair)} | {_cell(m.source)} | {m.interval} "
                 f"| {_cell(m.meaning)} |"

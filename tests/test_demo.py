@@ -15,9 +15,24 @@ pytestmark = pytest.mark.integration
 
 def test_demo_fires_an_alert(tmp_path: Path) -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "monitor.cli", "demo", "--dir", str(tmp_path / "demo"), "--port", str(free_port()),
-         "--duration", "16", "--speed", "1200"],
-        capture_output=True, text=True, timeout=120, check=True,
+        [
+            sys.executable,
+            "-m",
+            "monitor.cli",
+            "demo",
+            "--dir",
+            str(tmp_path / "demo"),
+            "--port",
+            str(free_port()),
+            "--duration",
+            "16",
+            "--speed",
+            "1200",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
     )
     text = out.stdout + out.stderr
     assert "is pending" in text and "is firing" in text, text[-3000:]

@@ -27,23 +27,36 @@ def _get(url: str) -> str:
 def test_run_serves_what_evaluate_prints(tmp_path: Path) -> None:
     now = datetime.now(UTC)
     # a log that ended an hour ago: every evaluation from now on sees the same rows
-    write_demo_log(tmp_path / "predictions.db", start=now - timedelta(hours=1), history=timedelta(hours=4),
-                   future=timedelta(0), rows_per_hour=3000)
+    write_demo_log(
+        tmp_path / "predictions.db",
+        start=now - timedelta(hours=1),
+        history=timedelta(hours=4),
+        future=timedelta(0),
+        rows_per_hour=3000,
+    )
     port = free_port()
     cfg = write_demo_config(tmp_path, port=port)
-    cfg.write_text(cfg.read_text().replace("windows: [{name: 1h, length: 1h}, {name: 3h, length: 3h}]",
-                                           "windows: [{name: all, length: 800d}]"))
+    cfg.write_text(
+        cfg.read_text().replace(
+            "windows: [{name: 1h, length: 1h}, {name: 3h, length: 3h}]",
+            "windows: [{name: all, length: 800d}]",
+        )
+    )
     log_path = tmp_path / "run.log"
     with log_path.open("w") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "monitor.cli", "run", "--config", str(cfg)],
-                                stdout=log, stderr=subprocess.STDOUT, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "monitor.cli", "run", "--config", str(cfg)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
     try:
         deadline = time.monotonic() + 60
         metrics = ""
         while time.monotonic() < deadline:
             try:
                 metrics = _get(f"http://127.0.0.1:{port}/metrics")
-                if 'fairwatch_bpsn_auc{' in metrics:
+                if "fairwatch_bpsn_auc{" in metrics:
                     break
             except OSError:
                 pass
@@ -60,13 +73,27 @@ def test_run_serves_what_evaluate_prints(tmp_path: Path) -> None:
             proc.wait()
     assert proc.returncode == 0, "fairwatch run did not stop cleanly on SIGTERM"
 
-    out = subprocess.run([sys.executable, "-m", "monitor.cli", "evaluate", "--config", str(cfg), "--format", "json"],
-                         capture_output=True, text=True, check=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "monitor.cli", "evaluate", "--config", str(cfg), "--format", "json"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
     printed = json.loads(out.stdout)
     key = lambda r: (r["model"], r["window"], r["attribute"], r["group"], r["metric"])  # noqa: E731
     served_by_key = {key(r): r for r in served}
     assert len(printed) == len(served) > 50
     for row in printed:
         twin = served_by_key[key(row)]
-        for field in ("value", "ci_lower", "ci_upper", "fair_min", "fair_max", "state", "n_group", "n_reference"):
+        for field in (
+            "value",
+            "ci_lower",
+            "ci_upper",
+            "fair_min",
+            "fair_max",
+            "state",
+            "n_group",
+            "n_reference",
+        ):
             assert twin[field] == row[field], (key(row), field)

@@ -15,7 +15,9 @@ __all__ = ["MemorySource"]
 class MemorySource:
     """Serves rows from a DataFrame; ``fail_with`` makes every read raise (a source outage)."""
 
-    def __init__(self, frame: pd.DataFrame, *, timestamp_column: str = "timestamp", name: str = "memory") -> None:
+    def __init__(
+        self, frame: pd.DataFrame, *, timestamp_column: str = "timestamp", name: str = "memory"
+    ) -> None:
         self.frame = frame
         self.timestamp_column = timestamp_column
         self.name = name

@@ -68,7 +68,15 @@ def test_the_service_md_sketch_loads_as_written(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("text", "seconds"),
-    [("90s", 90), ("5m", 300), ("24h", 86400), ("800d", 800 * 86400), ("1w", 604800), (45, 45), ("250ms", 0.25)],
+    [
+        ("90s", 90),
+        ("5m", 300),
+        ("24h", 86400),
+        ("800d", 800 * 86400),
+        ("1w", 604800),
+        (45, 45),
+        ("250ms", 0.25),
+    ],
 )
 def test_durations(text: object, seconds: float) -> None:
     assert parse_duration(text).total_seconds() == seconds
@@ -101,7 +109,9 @@ def test_unknown_metric_is_named(tmp_path: Path) -> None:
 
 
 def test_env_interpolation_and_missing_variable(tmp_path: Path) -> None:
-    text = SKETCH.replace("url: sqlite:///predictions.db     #", "url: postgresql+psycopg://u:${DB_PASSWORD}@db/x  #")
+    text = SKETCH.replace(
+        "url: sqlite:///predictions.db     #", "url: postgresql+psycopg://u:${DB_PASSWORD}@db/x  #"
+    )
     s = load_settings(write(tmp_path, text), environ={"DB_PASSWORD": "s3cret"})
     assert s.models[0].source.url == "postgresql+psycopg://u:s3cret@db/x"
     with pytest.raises(ConfigError, match=r"models\[0\]\.source\.url: environment variable DB_PASSWORD"):
@@ -111,7 +121,9 @@ def test_env_interpolation_and_missing_variable(tmp_path: Path) -> None:
 
 
 def test_sql_source_needs_exactly_one_of_table_or_query(tmp_path: Path) -> None:
-    text = SKETCH.replace("table: predictions                #", 'query: "SELECT 1"\n      table: predictions #')
+    text = SKETCH.replace(
+        "table: predictions                #", 'query: "SELECT 1"\n      table: predictions #'
+    )
     with pytest.raises(ConfigError, match="exactly one of `table` or `query`"):
         load_settings(write(tmp_path, text))
 
@@ -119,7 +131,13 @@ def test_sql_source_needs_exactly_one_of_table_or_query(tmp_path: Path) -> None:
 def test_several_models_and_duplicate_names(tmp_path: Path) -> None:
     two = SKETCH.replace("models:\n", "models:\n", 1)
     body = SKETCH.split("alerts:")[0].removeprefix("models:\n")
-    two = "models:\n" + body + body.replace("name: toxicity", "name: spam") + "alerts:" + SKETCH.split("alerts:")[1]
+    two = (
+        "models:\n"
+        + body
+        + body.replace("name: toxicity", "name: spam")
+        + "alerts:"
+        + SKETCH.split("alerts:")[1]
+    )
     assert [m.name for m in load_settings(write(tmp_path, two)).models] == ["toxicity", "spam"]
     dup = "models:\n" + body + body + "alerts:" + SKETCH.split("alerts:")[1]
     with pytest.raises(ConfigError, match="model names must be unique"):

@@ -23,15 +23,21 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_metrics_page_matches_the_registry() -> None:
     page = (ROOT / "docs" / "metrics.md").read_text(encoding="utf-8")
-    assert page == render_metrics_reference(), "regenerate: fairwatch metrics --format markdown > docs/metrics.md"
+    assert page == render_metrics_reference(), (
+        "regenerate: fairwatch metrics --format markdown > docs/metrics.md"
+    )
     for name, spec in REGISTRY.items():
         assert f"`{name}`" in page
         assert spec.source.replace("|", "\\|") in page
 
 
 def test_metrics_json_lists_every_metric() -> None:
-    out = subprocess.run([sys.executable, "-m", "monitor.cli", "metrics", "--format", "json"],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "monitor.cli", "metrics", "--format", "json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     rows = json.loads(out.stdout)
     assert [r["name"] for r in rows] == list(REGISTRY)
     for r in rows:
@@ -53,5 +59,7 @@ def test_documented_example_config_runs(tmp_path: Path) -> None:
     assert [w.window for w in ev.windows] == ["1h", "24h"]
     assert ev.windows[1].n_rows > 0
     with sqlite3.connect(tmp_path / "predictions.db") as conn:
-        total = conn.execute("SELECT COUNT(*) FROM predictions WHERE ts < ?", (now.isoformat(),)).fetchone()[0]
+        total = conn.execute("SELECT COUNT(*) FROM predictions WHERE ts < ?", (now.isoformat(),)).fetchone()[
+            0
+        ]
     assert ev.windows[1].n_rows == pytest.approx(total, abs=0)

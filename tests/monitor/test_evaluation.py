@@ -25,8 +25,16 @@ def make_log(n: int = 4000, seed: int = 1) -> pd.DataFrame:
     g = rng.random(n) < 0.2
     score = np.round(np.clip(0.3 * y + 0.15 * g + rng.normal(0.35, 0.2, n), 0, 1), 2)
     race = rng.choice(["a", "b", "c"], n, p=[0.5, 0.3, 0.2]).astype(object)
-    return pd.DataFrame({"id": np.arange(n), "ts": [t.isoformat() for t in ts], "score": score, "label": y,
-                         "g": g.astype(float), "race": race})
+    return pd.DataFrame(
+        {
+            "id": np.arange(n),
+            "ts": [t.isoformat() for t in ts],
+            "score": score,
+            "label": y,
+            "g": g.astype(float),
+            "race": race,
+        }
+    )
 
 
 def settings(**model: Any) -> Any:
@@ -34,8 +42,10 @@ def settings(**model: Any) -> Any:
         "name": "m",
         "source": {"kind": "memory", "name": "log"},
         "columns": {"id": "id", "timestamp": "ts", "score": "score", "label": "label"},
-        "groups": [{"attribute": "identity", "kind": "indicator", "columns": ["g"]},
-                   {"attribute": "race", "kind": "categorical", "column": "race", "reference": "a"}],
+        "groups": [
+            {"attribute": "identity", "kind": "indicator", "columns": ["g"]},
+            {"attribute": "race", "kind": "categorical", "column": "race", "reference": "a"},
+        ],
         "windows": [{"name": "1h", "length": "1h"}, {"name": "3h", "length": "3h"}],
         "min_samples": 5,
     }
@@ -95,9 +105,14 @@ def test_labels_from_a_separate_source_are_joined_and_only_arrived_ones_count() 
     labels = frame[["id", "label"]].copy()
     ts = pd.to_datetime(frame["ts"], utc=True)
     labels["labeled_at"] = [(t + timedelta(minutes=30)).isoformat() for t in ts]
-    ev = evaluate(frame.drop(columns=["label"]), labels,
-                  labels={"source": {"kind": "memory", "name": "labels"},
-                          "columns": {"id": "id", "label": "label", "timestamp": "labeled_at"}})
+    ev = evaluate(
+        frame.drop(columns=["label"]),
+        labels,
+        labels={
+            "source": {"kind": "memory", "name": "labels"},
+            "columns": {"id": "id", "label": "label", "timestamp": "labeled_at"},
+        },
+    )
     w = ev.windows[0]
     arrived = (ts >= NOW - timedelta(hours=1)) & (ts < NOW - timedelta(minutes=30))
     assert w.n_labeled == int(arrived.sum())
@@ -118,8 +133,12 @@ def test_bad_rows_are_dropped_and_counted_by_reason() -> None:
     frame.loc[4, "ts"] = "not a time"
     frame.loc[5, "score"] = 1.7
     ev = evaluate(frame, windows=[{"name": "all", "length": "5h"}], score_range=[0, 1])
-    assert dict(ev.rejected) == {"score_invalid": 2, "label_invalid": 2, "timestamp_invalid": 1,
-                                 "score_out_of_range": 1}
+    assert dict(ev.rejected) == {
+        "score_invalid": 2,
+        "label_invalid": 2,
+        "timestamp_invalid": 1,
+        "score_out_of_range": 1,
+    }
     assert ev.windows[0].n_rows == 500 - 6
 
 
@@ -149,7 +168,8 @@ def test_explicit_range_is_one_window() -> None:
 def test_prediction_only_model_skips_ranking_metrics() -> None:
     frame = make_log()
     frame["pred"] = (frame.score >= 0.5).astype(int)
-    ev = evaluate(frame, columns={"id": "id", "timestamp": "ts", "score": None, "prediction": "pred",
-                                  "label": "label"})
+    ev = evaluate(
+        frame, columns={"id": "id", "timestamp": "ts", "score": None, "prediction": "pred", "label": "label"}
+    )
     metrics = {v.metric for v in ev.windows[0].values}
     assert "disparate_impact" in metrics and "bpsn_auc" not in metrics

@@ -28,17 +28,31 @@ def drifting_log(hours: int = 12, per_hour: int = 3000, bias_from: int = 4, seed
     g = rng.random(n) < 0.15
     hour = np.asarray((ts - pd.Timestamp(T0)).total_seconds()) / 3600
     logit = -1.5 + 3 * y + rng.normal(0, 1, n) + 2.5 * (g & ~y & (hour >= bias_from))
-    return pd.DataFrame({"id": np.arange(n), "ts": ts.astype("int64") / 1e9, "score": 1 / (1 + np.exp(-logit)),
-                         "label": y.astype(int), "g": g})
+    return pd.DataFrame(
+        {
+            "id": np.arange(n),
+            "ts": ts.astype("int64") / 1e9,
+            "score": 1 / (1 + np.exp(-logit)),
+            "label": y.astype(int),
+            "g": g,
+        }
+    )
 
 
-def make_monitor(frames: dict[str, pd.DataFrame], *, for_: str = "30m") -> tuple[Monitor, FakeClock, Any, Any]:
+def make_monitor(
+    frames: dict[str, pd.DataFrame], *, for_: str = "30m"
+) -> tuple[Monitor, FakeClock, Any, Any]:
     models = [
-        {"name": name, "source": {"kind": "memory", "name": name},
-         "columns": {"id": "id", "timestamp": "ts", "score": "score", "label": "label"},
-         "groups": [{"attribute": "identity", "kind": "indicator", "columns": ["g"]}],
-         "windows": [{"name": "1h", "length": "1h"}], "interval": "10m", "min_samples": 50,
-         "metrics": ["bpsn_auc", "negative_aeg", "statistical_parity_difference"]}
+        {
+            "name": name,
+            "source": {"kind": "memory", "name": name},
+            "columns": {"id": "id", "timestamp": "ts", "score": "score", "label": "label"},
+            "groups": [{"attribute": "identity", "kind": "indicator", "columns": ["g"]}],
+            "windows": [{"name": "1h", "length": "1h"}],
+            "interval": "10m",
+            "min_samples": 50,
+            "metrics": ["bpsn_auc", "negative_aeg", "statistical_parity_difference"],
+        }
         for name in frames
     ]
     settings = settings_from_dict({"models": models, "alerts": {"for": for_}})
@@ -46,8 +60,9 @@ def make_monitor(frames: dict[str, pd.DataFrame], *, for_: str = "30m") -> tuple
     clock = FakeClock(T0 + timedelta(hours=1))
     recorder = RecordingNotifier()
     tracker = AlertTracker(for_=settings.alerts.for_, keep_firing_for=timedelta(0))
-    monitor = Monitor(build_evaluators(settings, memory_sources=sources), tracker=tracker,
-                      notifiers=[recorder], clock=clock)
+    monitor = Monitor(
+        build_evaluators(settings, memory_sources=sources), tracker=tracker, notifiers=[recorder], clock=clock
+    )
     return monitor, clock, recorder, sources
 
 

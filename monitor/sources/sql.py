@@ -1,0 +1,370 @@
+"""SQL sources: a table, or the user's own query, read one window at a time through SQLAlchemy.
+
+Any SQLAlchemy URL works; SQLite is the embedded default and PostgreSQL is tested against a
+real server. Three ways to say what to read:
+
+``table:`` (and optionally ``schema:``)
+    The table is reflected (identifiers are quoted by SQLAlchemy, never pasted into SQL) and
+    read with ``WHERE ts >= :start AND ts < :end``.
+``query:`` without placeholders
+    The user's SQL - the only text ever executed as given - is wrapped as
+    ``SELECT * FROM (<query>) AS q WHERE q.ts >= :start AND q.ts < :end``.
+``query:`` with ``:start`` and ``:end``
+    The query filters itself; the bounds are bound and the query is not wrapped.
+
+The window bounds are always *bound parameters*, in the representation the column stores
+(see :class:`TimestampEncoding`), so that the database can use an index on the timestamp.
+That database-side filter is only a prefilter: the rows are always filtered again, exactly,
+with :func:`~monitor.sources.base.filter_window`.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, Literal, cast
+
+import pandas as pd
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine, make_url
+from sqlalchemy.sql.type_api import TypeEngine
+
+from monitor.config import SourceConfig
+from monitor.errors import ConfigError, SourceError
+from monitor.sources.base import Batch, filter_window
+
+__all__ = ["SqlSource", "TimestampEncoding", "detect_encoding"]
+
+logger = logging.getLogger(__name__)
+
+# ISO-8601 text with seconds and a UTC designator (or none: naive means UTC). Text like this
+# sorts chronologically as long as every row uses the same date/time separator.
+_ISO_UTC = re.compile(r"^\d{4}-\d{2}-\d{2}(?P<sep>[T ])\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]00(?::?00)?)?$")
+_ISO_DATE_PREFIX = re.compile(r"^\d{4}-\d{2}-\d{2}")
+_PLACEHOLDERS = {"start", "end"}
+
+
+@dataclass(frozen=True)
+class TimestampEncoding:
+    """How a timestamp column is stored, hence how the window bounds are bound against it.
+
+    ``kind`` is one of
+
+    - ``epoch``: numbers of seconds (``number`` says int, float or Decimal);
+    - ``datetime``: SQL date-times (``aware`` when the column has a time zone);
+    - ``iso``: uniform ISO-8601 text in UTC with separator ``separator``: bounds are bound as
+      ``YYYY-MM-DD<sep>HH:MM:SS`` (start floored, end ceiled to the second) with no zone suffix,
+      which compares correctly against any fraction or UTC suffix (``Z``, ``+00:00``, none);
+    - ``iso_day``: ISO-like text of mixed styles or offsets: bounds are whole dates widened by a
+      day on each side (offsets are at most +-14 h), a coarse but safe prefilter;
+    - ``unknown``: anything else; no database-side filter at all.
+    """
+
+    kind: Literal["epoch", "datetime", "iso", "iso_day", "unknown"]
+    number: Literal["int", "float", "decimal"] = "float"
+    aware: bool = True
+    separator: str = "T"
+
+    def bounds(self, start: datetime, end: datetime) -> tuple[Any, Any, TypeEngine[Any]] | None:
+        """``(low, high, sql_type)`` for ``low <= ts < high``; ``None`` when no filter is possible."""
+        start, end = _utc(start), _utc(end)
+        if self.kind == "epoch":
+            lo, hi = start.timestamp(), end.timestamp()
+            if self.number == "int":
+                # ts >= lo <=> ts >= ceil(lo) for integers; binding ints keeps an integer index usable.
+                return math.ceil(lo), math.ceil(hi), sa.BigInteger()
+            if self.number == "decimal":
+                return Decimal(repr(lo)), Decimal(repr(hi)), sa.Numeric()
+            return lo, hi, sa.Float()
+        if self.kind == "datetime":
+            if self.aware:
+                return start, end, sa.DateTime(timezone=True)
+            # A naive column holds UTC wall time; an aware bound would be converted with the session's zone.
+            return start.replace(tzinfo=None), end.replace(tzinfo=None), sa.DateTime()
+        if self.kind == "iso":
+            fmt = f"%Y-%m-%d{self.separator}%H:%M:%S"
+            return start.strftime(fmt), _ceil_second(end).strftime(fmt), sa.String()
+        if self.kind == "iso_day":
+            lo_day = start.date() - timedelta(days=1)
+            hi_day = end.date() + timedelta(days=2)
+            return lo_day.isoformat(), hi_day.isoformat(), sa.String()
+        return None
+
+
+def detect_encoding(low: Any, high: Any) -> TimestampEncoding | None:
+    """The encoding of a column from its smallest and largest stored values (``None``: no values).
+
+    The extremes catch the usual way formats get mixed - the writer changed format at some
+    point, so old rows sort to one end and new rows to the other.
+
+    >>> detect_encoding("2026-01-01T00:00:00Z", "2026-03-01T10:00:00.5+00:00").kind
+    'iso'
+    >>> detect_encoding("2026-01-01 00:00:00", "2026-03-01T10:00:00").kind
+    'iso_day'
+    >>> detect_encoding(1767225600, 1767229200).number
+    'int'
+    """
+    if low is None or high is None:
+        return None
+    kinds = {_value_kind(low), _value_kind(high)}
+    if len(kinds) != 1:
+        return TimestampEncoding("unknown")
+    kind = kinds.pop()
+    if kind == "datetime":
+        return TimestampEncoding("datetime", aware=low.tzinfo is not None and high.tzinfo is not None)
+    if kind in ("int", "float", "decimal"):
+        return TimestampEncoding("epoch", number=cast(Literal["int", "float", "decimal"], kind))
+    if kind == "text":
+        styles = [_ISO_UTC.match(v) for v in (low, high)]
+        if all(styles) and len({m.group("sep") for m in styles if m}) == 1:
+            return TimestampEncoding("iso", separator=styles[0].group("sep") if styles[0] else "T")
+        if all(_ISO_DATE_PREFIX.match(v) for v in (low, high)):
+            return TimestampEncoding("iso_day")
+    return TimestampEncoding("unknown")
+
+
+def _value_kind(value: Any) -> str:
+    if isinstance(value, datetime):
+        return "datetime"
+    if isinstance(value, bool | date):
+        return "other"  # a bare date or a flag is not a timestamp we can bind against
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "float"
+    if isinstance(value, Decimal):
+        return "decimal"
+    if isinstance(value, str):
+        return "text"
+    return "other"
+
+
+def _utc(moment: datetime) -> datetime:
+    """Aware UTC; a naive datetime is taken as UTC (as everywhere in fairwatch)."""
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def _ceil_second(moment: datetime) -> datetime:
+    if moment.microsecond:
+        return moment.replace(microsecond=0) + timedelta(seconds=1)
+    return moment
+
+
+def _placeholder_encoding(timestamp_format: str) -> TimestampEncoding:
+    """How ``:start``/``:end`` of the user's own query are bound: the query is opaque, so the config says."""
+    if timestamp_format == "epoch":
+        return TimestampEncoding("epoch")
+    if timestamp_format == "iso":
+        return TimestampEncoding("iso", separator="T")
+    return TimestampEncoding("datetime", aware=True)  # auto | datetime
+
+
+class SqlSource:
+    """Rows of a window from a SQL table or query (see the module docstring).
+
+    The engine is created at once but nothing connects before the first :meth:`read`, so a
+    database that is down at start-up only fails that model's evaluations until it is back.
+    """
+
+    def __init__(self, config: SourceConfig, *, timestamp_column: str | None) -> None:
+        if not config.url:
+            raise ConfigError("source.url: a sql source needs an SQLAlchemy URL")
+        try:
+            self._url = make_url(config.url)
+        except (sa.exc.ArgumentError, ValueError):
+            # The parser's message may quote the whole URL, password included: do not chain its text.
+            raise ConfigError("source.url: not a valid SQLAlchemy URL (dialect+driver://...)") from None
+        self.config = config
+        self.timestamp_column = timestamp_column
+        self._query = config.query.strip().rstrip(";").strip() if config.query else None
+        self._placeholders = self._query is not None and _query_placeholders(self._query)
+        try:
+            self._engine = sa.create_engine(self._url, pool_pre_ping=True, **_engine_options(self._url))
+        except (sa.exc.NoSuchModuleError, ImportError) as exc:
+            raise ConfigError(f"source.url: cannot use {self.describe()}: {exc}") from exc
+        self._table: sa.TableClause | None = None  # reflected once, forgotten after a failed read
+        self._encoding: TimestampEncoding | None = None
+        self._warned_unknown = False
+
+    @property
+    def engine(self) -> Engine:
+        """The SQLAlchemy engine (for event hooks in tests; not for running other SQL)."""
+        return self._engine
+
+    def describe(self) -> str:
+        what = f"query on {self._url.render_as_string(hide_password=True)}"
+        if self.config.table:
+            name = f"{self.config.schema_}.{self.config.table}" if self.config.schema_ else self.config.table
+            what = f"table {name!r} in {self._url.render_as_string(hide_password=True)}"
+        return f"sql {what}"
+
+    def close(self) -> None:
+        self._engine.dispose()
+
+    def read(self, start: datetime, end: datetime) -> Batch:
+        self._check_sqlite_file()
+        try:
+            with self._engine.connect() as conn:
+                frame = pd.read_sql(self._statement(conn, start, end), conn)
+        except SourceError:
+            raise
+        except sa.exc.SQLAlchemyError as exc:
+            # The schema may have changed under us: reflect and detect again on the next tick.
+            self._table, self._encoding = None, None
+            raise SourceError(f"cannot read {self.describe()}: {self._short_cause(exc)}") from exc
+        if self.timestamp_column is None:
+            return Batch(frame)
+        return filter_window(frame, self.timestamp_column, start, end)
+
+    # -- statements -----------------------------------------------------------------------------
+
+    def _statement(self, conn: Connection, start: datetime, end: datetime) -> sa.Select[Any] | sa.TextClause:
+        if self._query is not None and self._placeholders:
+            return self._placeholder_statement(start, end)
+        source = self._selectable(conn)
+        stmt: sa.Select[Any] = sa.select(sa.literal_column("*")).select_from(source)
+        ts = self.timestamp_column
+        if ts is None:
+            return stmt
+        encoding = self._timestamp_encoding(conn, source)
+        bounds = encoding.bounds(start, end) if encoding else None
+        if bounds is None:
+            return stmt  # filter_window does all the filtering
+        low, high, sql_type = bounds
+        column = source.c[ts]
+        return stmt.where(
+            column >= sa.bindparam("start", low, type_=sql_type),
+            column < sa.bindparam("end", high, type_=sql_type),
+        )
+
+    def _placeholder_statement(self, start: datetime, end: datetime) -> sa.TextClause:
+        assert self._query is not None
+        encoding = _placeholder_encoding(self.config.timestamp_format)
+        if encoding.kind == "datetime" and self._url.get_backend_name() == "sqlite":
+            # SQLite keeps date-times as text, with or without fractions: bind whole seconds, which
+            # compare right against both ("2026-11-22 03:00:00" and "... 03:00:00.000000").
+            encoding = TimestampEncoding("iso", separator=" ")
+        bounds = encoding.bounds(start, end)
+        assert bounds is not None
+        low, high, sql_type = bounds
+        return sa.text(self._query).bindparams(
+            sa.bindparam("start", low, type_=sql_type), sa.bindparam("end", high, type_=sql_type)
+        )
+
+    def _selectable(self, conn: Connection) -> sa.TableClause | sa.Subquery:
+        """The table (reflected, as untyped columns) or the user's query as a subquery ``q``."""
+        if self._query is not None:
+            ts = self.timestamp_column
+            textual = sa.text(self._query)
+            return (textual.columns(sa.column(ts)) if ts else textual.columns()).subquery("q")
+        if self._table is None:
+            self._table = self._reflect(conn)
+        return self._table
+
+    def _reflect(self, conn: Connection) -> sa.TableClause:
+        name, schema = self.config.table, self.config.schema_
+        assert name is not None
+        try:
+            table = sa.Table(name, sa.MetaData(), schema=schema, autoload_with=conn)
+        except sa.exc.NoSuchTableError as exc:
+            raise SourceError(f"table {name!r} not found: {self.describe()}") from exc
+        names = [c.name for c in table.columns]
+        ts = self.timestamp_column
+        if ts is not None and ts not in names:
+            raise SourceError(f"column {ts!r} not found in {self.describe()}; its columns are {names}")
+        # Untyped columns: values come back as the driver returns them. SQLAlchemy's SQLite DATETIME
+        # type would otherwise try to parse ISO text it did not write itself, and fail.
+        return sa.table(name, *(sa.column(n) for n in names), schema=schema)
+
+    def _timestamp_encoding(
+        self, conn: Connection, source: sa.TableClause | sa.Subquery
+    ) -> TimestampEncoding | None:
+        """Detect (once) how the timestamp column is stored, from its smallest and largest value."""
+        if self._encoding is not None:
+            return self._encoding
+        assert self.timestamp_column is not None
+        column = source.c[self.timestamp_column]
+        low, high = conn.execute(sa.select(sa.func.min(column), sa.func.max(column))).one()
+        encoding = detect_encoding(low, high)
+        if encoding is None:
+            return None  # no rows yet: nothing to learn, try again next time
+        self._check_declared_format(encoding)
+        if encoding.kind == "unknown" and not self._warned_unknown:
+            self._warned_unknown = True
+            logger.warning(
+                "%s: timestamps in %r are of mixed or unrecognised form (%r .. %r); reading without "
+                "a database-side time filter",
+                self.describe(),
+                self.timestamp_column,
+                type(low).__name__,
+                type(high).__name__,
+            )
+        self._encoding = encoding
+        return encoding
+
+    def _check_declared_format(self, encoding: TimestampEncoding) -> None:
+        """The stored values decide how to bind; say so when they contradict ``timestamp_format``."""
+        declared = self.config.timestamp_format
+        kind = "iso" if encoding.kind in ("iso", "iso_day") else encoding.kind
+        # SQLite stores DATETIME as text: "datetime" and "iso" both mean text there.
+        compatible: dict[str, set[str]] = {
+            "auto": {kind},
+            "iso": {"iso"},
+            "epoch": {"epoch"},
+            "datetime": {"datetime", "iso"},
+        }
+        if kind not in compatible[declared]:
+            logger.warning(
+                "%s: timestamp_format is %r but %r holds %s values; binding for what is stored",
+                self.describe(),
+                declared,
+                self.timestamp_column,
+                encoding.kind,
+            )
+
+    # -- errors -----------------------------------------------------------------------------------
+
+    def _check_sqlite_file(self) -> None:
+        """SQLite would silently create a missing database file; a monitor should say it is missing."""
+        if self._url.get_backend_name() != "sqlite":
+            return
+        database = self._url.database or ""
+        if database in ("", ":memory:") or database.startswith("file:") or self._url.query.get("uri"):
+            return
+        if not Path(database).is_file():
+            raise SourceError(f"cannot read {self.describe()}: the SQLite database file does not exist")
+
+    def _short_cause(self, exc: sa.exc.SQLAlchemyError) -> str:
+        """One line naming the driver's error, without the SQL, parameters or password."""
+        cause: BaseException = getattr(exc, "orig", None) or exc
+        lines = str(cause).strip().splitlines()
+        text = f"{type(cause).__name__}: {lines[0] if lines else ''}".rstrip(": ")
+        password = self._url.password
+        if password:
+            text = text.replace(str(password), "***")
+        return text[:300]
+
+
+def _query_placeholders(query: str) -> bool:
+    """Whether the user's query binds ``:start`` and ``:end`` itself (both or neither)."""
+    names = set(sa.text(query).compile().params)
+    if not names:
+        return False
+    if names != _PLACEHOLDERS:
+        raise ConfigError(
+            f"source.query: the only placeholders allowed are :start and :end (both), got "
+            f"{sorted(':' + n for n in names)}"
+        )
+    return True
+
+
+def _engine_options(url: sa.URL) -> dict[str, Any]:
+    """Bounded connection attempts: a silent network must fail this tick, not hang the scheduler."""
+    if url.get_backend_name() == "postgresql" and "connect_timeout" not in url.query:
+        return {"connect_args": {"connect_timeout": 10}}
+    return {}
