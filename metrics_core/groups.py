@@ -19,9 +19,9 @@ evaluate.
 from __future__ import annotations
 
 from collections import ChainMap
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -113,9 +113,9 @@ class _CodeMasks(Mapping[str, BoolArray]):
 
     def __getitem__(self, key: str) -> BoolArray:
         code = self._keys[key]
-        if code == -2:  # the attribute's universe: every row with a value
-            return self._codes >= 0
-        return self._codes == code
+        # code -2 is the attribute's universe: every row with a value
+        mask: BoolArray = self._codes >= 0 if code == -2 else self._codes == code
+        return mask
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._keys)
@@ -125,12 +125,15 @@ class _CodeMasks(Mapping[str, BoolArray]):
 
 
 def _missing(values: NDArray[np.generic]) -> BoolArray:
+    mask: BoolArray
     if values.dtype.kind in "biu":
         return np.zeros(values.shape, dtype=bool)
     if values.dtype.kind == "f":
-        return np.isnan(values)
+        mask = np.isnan(values)
+        return mask
     if values.dtype.kind == "U":
-        return values == ""
+        mask = values == ""
+        return mask
     is_missing = np.frompyfunc(lambda v: v is None or v != v or v == "", 1, 1)
     return is_missing(values).astype(bool)  # type: ignore[no-any-return]
 
@@ -247,5 +250,7 @@ def table_for(
 ) -> ScoreTable:
     """The :class:`ScoreTable` of a window with every group of ``attributes``."""
     # A ChainMap looks masks up one at a time: categorical masks are made and dropped in turn.
-    masks = ChainMap(*(dict(a.masks) if isinstance(a.masks, dict) else a.masks for a in attributes))
+    # ChainMap is typed for mutable maps but only reads here; the lazy masks are read-only.
+    maps = (a.masks if not isinstance(a.masks, dict) else dict(a.masks) for a in attributes)
+    masks = ChainMap(*(cast("MutableMapping[str, BoolArray]", m) for m in maps))
     return ScoreTable.from_arrays(y_score, y_true, masks, sample_weight=sample_weight)

@@ -62,7 +62,7 @@ def _sets_auc(y_true: ArrayLike, y_score: ArrayLike, group: ArrayLike, x: str, y
 
     def column(spec: str) -> np.ndarray:
         side = dense["g" if spec.startswith("group") else "r"]
-        return side[:, POS if spec.endswith("+") else NEG]  # type: ignore[no-any-return]
+        return side[:, POS if spec.endswith("+") else NEG]
 
     return auc_delong(column(x), None, column(y), None)[0]
 

@@ -109,9 +109,10 @@ _AUC_SOURCE = (
     "the range is relative: at least the overall AUC of the same window minus 0.05"
 )
 _AEG_SOURCE = "fairwatch choice: a 60/40 ordering of same-class pairs (the seeds give no range)"
-_CLS = frozenset({"y_pred"})
-_CLS_LABELS = frozenset({"y_pred", "y_true"})
-_RANK = frozenset({"y_score", "y_true"})
+_CLS: frozenset[Input] = frozenset({"y_pred"})
+_CLS_LABELS: frozenset[Input] = frozenset({"y_pred", "y_true"})
+_RANK: frozenset[Input] = frozenset({"y_score", "y_true"})
+_SCORES: frozenset[Input] = frozenset({"y_score"})
 
 
 def _rate_metric(name: str, rate: str, meaning: str, formula: str, empty_support: str) -> MetricSpec:
@@ -388,7 +389,7 @@ _METRICS: list[MetricSpec] = [
         "standardized_mean_difference",
         "classification",
         "group",
-        frozenset({"y_score"}),
+        _SCORES,
         0.0,
         FairRange(-0.2, 0.2),
         "Cohen's small effect in standard-deviation units (PiML prints it x100)",

@@ -124,15 +124,27 @@ class _Window:
     def __init__(self, table: ScoreTable, threshold: float) -> None:
         self.table = table
         self.cut = int(np.searchsorted(table.scores, threshold, side="left"))
+        self.score_sd = _score_sd(table)
         self._universes: dict[tuple[str, ...] | None, tuple[FloatArray, FloatArray]] = {}
+        self._universe_moments: dict[tuple[str, ...] | None, FloatArray] = {}
 
     def universe(self, keys: tuple[str, ...] | None) -> tuple[FloatArray, FloatArray]:
         if keys not in self._universes:
             t = self.table
-            dense = t.counts if keys is None else t.union(keys).dense(t.n_scores)
-            cum = np.concatenate([np.zeros((1, 3)), np.cumsum(dense, axis=0)])
+            if keys is None:  # the table's own cumulative counts: computed once, in integers
+                dense, cum = t.counts, t.cumulative
+            else:
+                dense = t.union(keys).dense(t.n_scores)
+                cum = np.concatenate([np.zeros((1, 3)), np.cumsum(dense, axis=0)])
             self._universes[keys] = (dense, cum)
         return self._universes[keys]
+
+    def universe_moments(self, keys: tuple[str, ...] | None) -> FloatArray:
+        # once per universe: recomputing them per comparison costs O(window) per group
+        if keys not in self._universe_moments:
+            dense, _ = self.universe(keys)
+            self._universe_moments[keys] = _moments(self.table.scores, dense)
+        return self._universe_moments[keys]
 
     def pair(self, comp: Comparison) -> _Pair:
         t = self.table
@@ -146,9 +158,7 @@ class _Window:
             r_side = complement_side(grid, g.counts, dense, cum)
             u_cells = np.stack([cum[self.cut], cum[-1] - cum[self.cut]])
             r_cells = u_cells - g_cells
-            u_ids = np.flatnonzero(dense.any(axis=1)) if comp.universe is not None else None
-            u_mom = _universe_moments(t, dense, u_ids, comp.universe)
-            r_mom = u_mom - g_mom
+            r_mom = self.universe_moments(comp.universe) - g_mom
         else:
             r = t.group(comp.reference_key)
             grid, (g_side, r_side) = grid_for(g, r)
@@ -158,18 +168,25 @@ class _Window:
         return _Pair(comp, g, g_side, r_side, np.stack([g_cells, r_cells]), np.stack([g_mom, r_mom]))
 
 
+def _score_sd(table: ScoreTable) -> float:
+    """Sample standard deviation of every score of the window (rows with or without a label).
+
+    Two passes over scores shifted by the smallest one, so that a window of equal scores
+    gets exactly 0 (the one-pass ``E[s^2] - E[s]^2`` leaves rounding noise of ~1e-9 there).
+    """
+    w = table.counts.sum(axis=1)
+    n = float(w.sum())
+    if n < 2:
+        return math.nan
+    d = table.scores - table.scores[0]
+    centred = d - float(np.einsum("i,i->", w, d)) / n
+    return math.sqrt(float(np.einsum("i,i->", w, centred**2)) / (n - 1))
+
+
 def _moments(scores: FloatArray, counts: FloatArray) -> FloatArray:
     w = counts.sum(axis=1)
-    return np.array([w.sum(), w @ scores, w @ scores**2])
-
-
-def _universe_moments(
-    t: ScoreTable, dense: FloatArray, ids: NDArray[np.int64] | None, keys: tuple[str, ...] | None
-) -> FloatArray:
-    if keys is None:
-        return _moments(t.scores, t.counts)
-    assert ids is not None
-    return _moments(t.scores[ids], dense[ids])
+    # einsum, not `@`: a threaded BLAS dot can stall for milliseconds when the other core is busy
+    return np.array([w.sum(), np.einsum("i,i->", w, scores), np.einsum("i,i->", w, scores**2)])
 
 
 def evaluate(
@@ -238,7 +255,9 @@ def evaluate(
     for spec in specs:
         if spec.level != "group":
             continue
-        est, lo, hi, support, reasons = _compute(spec, pairs, cells, confidence, n_resamples, seed)
+        est, lo, hi, support, reasons = _compute(
+            spec, pairs, cells, window.score_sd, confidence, n_resamples, seed
+        )
         rng = resolve_fair_range(spec.name, fair_ranges)
         fmin, fmax = _bounds(rng, overall)
         states = judge(est, lo, hi, fmin, fmax, support=support, min_samples=min_samples)
@@ -268,6 +287,14 @@ def evaluate(
     return Report(tuple(values), tuple(model), coverage)
 
 
+_DEPENDS = {
+    "power_mean_subgroup_auc": ("subgroup_auc",),
+    "power_mean_bpsn_auc": ("bpsn_auc",),
+    "power_mean_bnsp_auc": ("bnsp_auc",),
+    "jigsaw_final_score": ("subgroup_auc", "bpsn_auc", "bnsp_auc"),
+}
+
+
 def _select(metrics: Iterable[str] | None, has_scores: bool) -> list[MetricSpec]:
     if metrics is None:
         from metrics_core.registry import REGISTRY
@@ -275,6 +302,9 @@ def _select(metrics: Iterable[str] | None, has_scores: bool) -> list[MetricSpec]
         chosen = list(REGISTRY.values())
     else:
         chosen = list(dict.fromkeys(get_metric(m) for m in metrics))
+        # a model-level summary needs its per-group inputs: they are computed and reported too
+        needed = [get_metric(dep) for m in chosen for dep in _DEPENDS.get(m.name, ())]
+        chosen = list(dict.fromkeys(chosen + needed))
     if has_scores:
         return chosen
     return [m for m in chosen if "y_score" not in m.requires]
@@ -303,6 +333,7 @@ def _compute(
     spec: MetricSpec,
     pairs: Sequence[_Pair],
     cells: FloatArray,
+    window_sd: float,
     level: float,
     n_resamples: int,
     seed: int,
@@ -314,7 +345,7 @@ def _compute(
     support, reasons = _rate_support(spec, cells)
     kind = spec.computation
     if kind == "standardized_mean_difference":
-        est, lo, hi, why = _smd(pairs, level)
+        est, lo, hi, why = _smd(pairs, window_sd, level)
         return est, lo, hi, support, [r or why[i] for i, r in enumerate(reasons)]
     if kind == "rate":
         assert spec.rate is not None
@@ -352,13 +383,17 @@ def _compute(
 
 
 def _rate_support(spec: MetricSpec, cells: FloatArray) -> tuple[FloatArray, list[str]]:
-    """Smallest denominator of each comparison and the first empty one, as a reason."""
+    """Smallest denominator of each comparison and the first empty one, as a reason.
+
+    A per-group rate depends on the group's denominator only; a comparison on both sides'.
+    """
     n = cells.shape[0]
     support = np.full(n, np.inf)
     reasons = [""] * n
+    sides = ((0, "group"),) if spec.computation == "rate" else ((0, "group"), (1, "reference"))
     for name in spec.support:
         r = cls.RATES[name]
-        for side, who in ((0, "group"), (1, "reference")):
+        for side, who in sides:
             den = r.denominator(cells[:, side])
             support = np.minimum(support, den)
             for i in np.flatnonzero(den == 0):
@@ -406,19 +441,21 @@ def _compute_auc(
     return est + off, lo + off, hi + off, support, reasons
 
 
-def _smd(pairs: Sequence[_Pair], level: float) -> tuple[FloatArray, FloatArray, FloatArray, list[str]]:
-    """Standardized mean difference of scores; the window sd is treated as known."""
+def _smd(
+    pairs: Sequence[_Pair], window_sd: float, level: float
+) -> tuple[FloatArray, FloatArray, FloatArray, list[str]]:
+    """Standardized mean difference of scores; the window sd is treated as known.
+
+    The sd is that of *every* score of the window (``metrics.md``), not of G and R only:
+    with a named reference or a categorical attribute with missing values, G and R do not
+    cover the window.
+    """
     mom = np.stack([p.moments for p in pairs]) if pairs else np.zeros((0, 2, 3))
     n, s, ss = mom[..., 0], mom[..., 1], mom[..., 2]
-    tot = mom.sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         mean = s / n
         var_side = np.maximum(ss / n - mean**2, 0.0) * n / (n - 1)
-        sd_all = np.sqrt(
-            np.maximum(tot[:, 2] / tot[:, 0] - (tot[:, 1] / tot[:, 0]) ** 2, 0.0)
-            * tot[:, 0]
-            / (tot[:, 0] - 1)
-        )
+        sd_all = np.full(len(pairs), window_sd)
         est = np.where(sd_all > 0, (mean[:, 0] - mean[:, 1]) / sd_all, np.nan)
         variance = (var_side[:, 0] / n[:, 0] + var_side[:, 1] / n[:, 1]) / sd_all**2
     lo, hi = normal_interval(est, variance, level=level)
@@ -471,17 +508,22 @@ def _model_values(
     below, above = labeled[: window.cut].sum(0), labeled[window.cut :].sum(0)
     # benefit b = ŷ - y + 1: 0 for a false negative, 1 when right, 2 for a false positive
     benefit_counts = np.array([below[1], below[0] + above[1], above[0]])
+    no_benefit = (
+        "no labeled rows"
+        if benefit_counts.sum() == 0
+        else "mean benefit is 0: every labeled row is a false negative"
+    )
     for name, alpha in (("theil_index", 1.0), ("generalized_entropy_index", 2.0)):
         if name in names:
             value = generalized_entropy_from_counts(benefit_counts, alpha=alpha)
-            out.append(ModelValue(name, value, reason=None if not math.isnan(value) else "no labeled rows"))
+            out.append(ModelValue(name, value, reason=None if not math.isnan(value) else no_benefit))
     if "coefficient_of_variation" in names:
         ge2 = generalized_entropy_from_counts(benefit_counts, alpha=2.0)
         out.append(
             ModelValue(
                 "coefficient_of_variation",
                 math.sqrt(2 * ge2) if ge2 == ge2 else math.nan,
-                reason=None if ge2 == ge2 else "no labeled rows",
+                reason=None if ge2 == ge2 else no_benefit,
             )
         )
     return out
