@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -157,10 +158,13 @@ class ScoreTable:
         order, first, starts, distinct = _sort(score)
         k = starts.shape[0]
         label_sorted = label[order]
+        cumulative: FloatArray | None
         if weight is None:
             counts, cumulative = _run_counts(label_sorted, starts, k)
         # cell of a row = 3 * (index of its distinct score) + label column
-        cell_sorted = np.cumsum(first, dtype=np.int32 if 3 * k + 3 < 2**31 else np.int64)
+        cell_sorted: NDArray[np.signedinteger[Any]] = np.cumsum(
+            first, dtype=np.int32 if 3 * k + 3 < 2**31 else np.int64
+        )
         del first
         cell_sorted -= 1
         cell_sorted *= 3
@@ -412,7 +416,8 @@ def _sparse_counts(cell: CellArray, weight: FloatArray | None, rows: IntArray, k
     sorted_cells = sub[by_cell]
     cells, sizes = _runs(sorted_cells)
     starts = np.cumsum(sizes) - sizes
-    return _collapse_cells(cells, np.add.reduceat(w[by_cell], starts) if cells.size else sizes * 0.0)
+    summed = np.add.reduceat(w[by_cell], starts) if cells.size else sizes * 0.0
+    return _collapse_cells(cells, np.asarray(summed, dtype=np.float64))
 
 
 def _runs(sorted_values: CellArray) -> tuple[CellArray, IntArray]:
@@ -434,10 +439,13 @@ def _collapse_cells(cells: CellArray, counts: FloatArray) -> GroupCounts:
     new_id = np.empty(score_id.shape[0], dtype=bool)
     new_id[:1] = True
     np.not_equal(score_id[1:], score_id[:-1], out=new_id[1:])
-    row = np.cumsum(new_id) - 1
-    out = _zeros(int(row[-1]) + 1 if row.size else 0)
-    out[row, label] = counts
-    return GroupCounts(score_id[new_id].astype(np.int64), out)
+    row = np.cumsum(new_id, dtype=np.int64)
+    row -= 1
+    m = int(row[-1]) + 1 if row.size else 0
+    out = np.zeros((3, m))  # transposed: columns of the (m, 3) result are contiguous
+    row += label * m  # flat index into out
+    out.reshape(-1)[row] = counts
+    return GroupCounts(score_id[new_id].astype(np.int64), out.T)
 
 
 def _collapse(ids: IntArray, counts: FloatArray) -> GroupCounts:

@@ -149,8 +149,8 @@ class _Window:
     def pair(self, comp: Comparison) -> _Pair:
         t = self.table
         g = t.group(comp.key)
-        predicted = g.ids >= self.cut
-        g_cells = np.stack([g.counts[~predicted].sum(0), g.counts[predicted].sum(0)])
+        split = int(np.searchsorted(g.ids, self.cut))  # ids increase: predicted positives are a suffix
+        g_cells = np.stack([g.counts[:split].sum(0), g.counts[split:].sum(0)])
         g_mom = _moments(t.scores[g.ids], g.counts)
         if comp.reference_key is None:
             dense, cum = self.universe(comp.universe)
@@ -162,8 +162,8 @@ class _Window:
         else:
             r = t.group(comp.reference_key)
             grid, (g_side, r_side) = grid_for(g, r)
-            predicted_r = r.ids >= self.cut
-            r_cells = np.stack([r.counts[~predicted_r].sum(0), r.counts[predicted_r].sum(0)])
+            split_r = int(np.searchsorted(r.ids, self.cut))
+            r_cells = np.stack([r.counts[:split_r].sum(0), r.counts[split_r:].sum(0)])
             r_mom = _moments(t.scores[r.ids], r.counts)
         return _Pair(comp, g, g_side, r_side, np.stack([g_cells, r_cells]), np.stack([g_mom, r_mom]))
 
