@@ -72,6 +72,14 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--duration", type=float, default=60.0, help="seconds to run (0: until Ctrl-C)")
     d.add_argument("--speed", type=float, default=600.0, help="simulated seconds per real second")
 
+    r = sub.add_parser("rules", help="write Prometheus alerting rules generated from the metric registry")
+    r.add_argument("--config", help="use this config's fair-range overrides and alert settings")
+    r.add_argument("--output", "-o", help="file to write (default: stdout)")
+
+    g = sub.add_parser("dashboard", help="write the Grafana dashboard generated from the metric registry")
+    g.add_argument("--config", help="use this config's models and metrics")
+    g.add_argument("--output", "-o", help="file to write (default: stdout)")
+
     m = sub.add_parser("metrics", help="print the metric registry")
     m.add_argument("--format", choices=["table", "json", "markdown"], default="table")
     return p
@@ -239,6 +247,32 @@ def _cmd_metrics(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def _write(text: str, output: str | None) -> None:
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        with open(output, "w", encoding="utf-8") as fh:
+            fh.write(text)
+
+
+def _cmd_rules(args: argparse.Namespace, console: Console) -> int:
+    from monitor.config import load_settings
+    from monitor.rules import render_rules
+
+    settings = load_settings(args.config) if args.config else None
+    _write(render_rules(settings), args.output)
+    return 0
+
+
+def _cmd_dashboard(args: argparse.Namespace, console: Console) -> int:
+    from monitor.config import load_settings
+    from monitor.dashboard import render_dashboard
+
+    settings = load_settings(args.config) if args.config else None
+    _write(json.dumps(render_dashboard(settings), indent=2) + "\n", args.output)
+    return 0
+
+
 _COMMANDS = {
     "run": _cmd_run,
     "evaluate": _cmd_evaluate,
@@ -246,6 +280,8 @@ _COMMANDS = {
     "validate": _cmd_validate,
     "demo": _cmd_demo,
     "metrics": _cmd_metrics,
+    "rules": _cmd_rules,
+    "dashboard": _cmd_dashboard,
 }
 
 if __name__ == "__main__":
