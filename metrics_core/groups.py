@@ -26,8 +26,8 @@ from typing import Literal, cast
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from metrics_core._results import Comparison
 from metrics_core._tables import ScoreTable
-from metrics_core.report import Comparison
 
 __all__ = [
     "REST",

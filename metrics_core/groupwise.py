@@ -26,10 +26,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from metrics_core._results import MetricValue, ModelValue, Report
 from metrics_core._spec import MetricSpec
 from metrics_core.groups import Attribute
 from metrics_core.intervals import judge
-from metrics_core.report import MetricValue, ModelValue, Report
 
 __all__ = [
     "Data",

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 
 from metrics_core import classification as cls
 from metrics_core._auc import Side, auc_delong, complement_side, grid_for
+from metrics_core._results import Comparison, MetricValue, ModelValue, Report
 from metrics_core._tables import NEG, POS, GroupCounts, ScoreTable
 from metrics_core.inequality import generalized_entropy_from_counts
 from metrics_core.intervals import (
@@ -35,75 +36,6 @@ __all__ = ["Comparison", "MetricValue", "ModelValue", "Report", "evaluate"]
 
 FloatArray = NDArray[np.float64]
 DEFAULT_MIN_SAMPLES = 30
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """A monitored group against its reference.
-
-    ``key`` (and ``reference_key`` for a named reference group) are the group names in
-    the :class:`ScoreTable`. With ``reference_key=None`` the reference is the rest of the
-    attribute's ``universe``: the whole window (``universe=None``, indicator attributes)
-    or the union of the named disjoint groups (a categorical attribute vs ``rest``).
-    """
-
-    attribute: str
-    group: str
-    key: str
-    reference: str = "background"
-    reference_key: str | None = None
-    universe: tuple[str, ...] | None = None
-
-
-@dataclass(frozen=True)
-class MetricValue:
-    """One judged value: a metric of one group against its reference in one window."""
-
-    attribute: str
-    group: str
-    reference: str
-    metric: str
-    value: float
-    ci_lower: float
-    ci_upper: float
-    fair_min: float
-    fair_max: float
-    state: str
-    n_group: float
-    n_reference: float
-    support: float
-    reason: str | None = None
-
-
-@dataclass(frozen=True)
-class ModelValue:
-    """A model-level value (overall AUC, power means, inequality indices)."""
-
-    metric: str
-    value: float
-    attribute: str = ""
-    ci_lower: float = math.nan
-    ci_upper: float = math.nan
-    reason: str | None = None
-
-
-@dataclass(frozen=True)
-class Report:
-    values: tuple[MetricValue, ...]
-    model: tuple[ModelValue, ...] = field(default_factory=tuple)
-    label_coverage: Mapping[str, float] = field(default_factory=dict)
-
-    def get(self, metric: str, group: str, attribute: str | None = None) -> MetricValue:
-        for v in self.values:
-            if v.metric == metric and v.group == group and (attribute is None or v.attribute == attribute):
-                return v
-        raise KeyError(f"no value for metric {metric!r}, group {group!r}")
-
-    def model_value(self, metric: str, attribute: str = "") -> ModelValue:
-        for v in self.model:
-            if v.metric == metric and v.attribute == attribute:
-                return v
-        raise KeyError(f"no model-level value {metric!r} for attribute {attribute!r}")
 
 
 @dataclass
@@ -504,8 +436,9 @@ def _model_values(
                     reason=None if not math.isnan(score) else "a power mean is undefined",
                 )
             )
-    labeled = table.counts[:, [NEG, POS]]
-    below, above = labeled[: window.cut].sum(0), labeled[window.cut :].sum(0)
+    # column sums of row slices: a fancy-indexed (K, 2) copy of the counts costs ~5 ms at 1.8M rows
+    below = table.counts[: window.cut].sum(0)[[NEG, POS]]
+    above = table.counts[window.cut :].sum(0)[[NEG, POS]]
     # benefit b = ŷ - y + 1: 0 for a false negative, 1 when right, 2 for a false positive
     benefit_counts = np.array([below[1], below[0] + above[1], above[0]])
     no_benefit = (
