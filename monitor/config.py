@@ -105,14 +105,20 @@ class SourceConfig(_Strict):
 
 
 class ColumnsConfig(_Strict):
-    """Names of the log's columns."""
+    """Names of the log's columns. Which ones a model needs depends on its ``task``."""
 
     id: str = "id"
     timestamp: str = "timestamp"
-    score: str | None = "score"
-    prediction: str | None = None
-    label: str | None = "label"
+    score: str | None = "score"  # binary: score; regression: the prediction; recommender: optional score
+    prediction: str | None = None  # binary: a 0/1 class; multiclass: the predicted class
+    label: str | None = "label"  # binary 0/1; multiclass class; regression target; recommender relevance
     model: str | None = None  # a column holding the model name, when one log holds several models
+    user: str | None = None  # recommender
+    item: str | None = None  # recommender
+    rank: str | None = None  # recommender: 1-based position in the user's list
+    cluster: str | None = None  # clustering
+    features: list[str] = Field(default_factory=list)  # clustering: feature columns (silhouette, centres)
+    text: str | None = None  # text: the generated completion
 
 
 class LabelsConfig(_Strict):
@@ -159,8 +165,25 @@ def _default_windows() -> list[WindowConfig]:
     return [WindowConfig(name="1h", length=timedelta(hours=1))]
 
 
+Task = Literal["binary", "multiclass", "regression", "recommender", "clustering", "text"]
+
+#: Columns each task needs (beyond id and timestamp).
+TASK_COLUMNS: dict[str, tuple[str, ...]] = {
+    "binary": (),  # score or prediction, checked below
+    "multiclass": ("prediction",),
+    "regression": ("score",),
+    "recommender": ("user", "item"),
+    "clustering": ("cluster",),
+    "text": ("text",),
+}
+
+
 class ModelConfig(_Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_.:-]+$")
+    task: Task = "binary"
+    options: dict[str, Any] = Field(
+        default_factory=dict
+    )  # task options (top-k, quantiles, word-list files, ...)
     source: SourceConfig
     labels: LabelsConfig | None = None
     columns: ColumnsConfig = Field(default_factory=ColumnsConfig)
@@ -207,12 +230,35 @@ class ModelConfig(_Strict):
         names = [w.name for w in self.windows]
         if len(set(names)) != len(names):
             raise ValueError(f"window names must be unique, got {names}")
-        if not self.columns.score and not self.columns.prediction:
+        if self.task == "binary" and not self.columns.score and not self.columns.prediction:
             raise ValueError("columns: give `score` or `prediction` (or both)")
+        missing = [c for c in TASK_COLUMNS[self.task] if not getattr(self.columns, c)]
+        if missing:
+            raise ValueError(f"task {self.task} needs columns: {', '.join(missing)}")
+        if self.task == "recommender" and not (self.columns.rank or self.columns.score):
+            raise ValueError("task recommender needs columns: rank or score")
+        if self.metrics is not None:
+            wrong = [m for m in self.metrics if _family_of(m) not in _TASK_FAMILIES[self.task]]
+            if wrong:
+                raise ValueError(f"metrics {wrong} do not apply to task {self.task}")
         attrs = [g.attribute for g in self.groups]
         if len(set(attrs)) != len(attrs):
             raise ValueError(f"attribute names must be unique, got {attrs}")
         return self
+
+
+_TASK_FAMILIES: dict[str, tuple[str, ...]] = {
+    "binary": ("classification", "ranking", "model"),
+    "multiclass": ("multiclass",),
+    "regression": ("regression",),
+    "recommender": ("recommender",),
+    "clustering": ("clustering",),
+    "text": ("text",),
+}
+
+
+def _family_of(metric: str) -> str:
+    return get_metric(metric).family
 
 
 class AlertmanagerConfig(_Strict):

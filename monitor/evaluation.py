@@ -27,8 +27,11 @@ from monitor.config import GroupConfig, ModelConfig, Settings
 from monitor.errors import SourceError
 from monitor.results import GroupStats, ModelEvaluation, WindowResult
 from monitor.sources import Batch, Source, build_source
+from monitor.tasks import PREFIX, clean_task_rows, evaluate_task, family_module, task_data
 
 __all__ = ["Evaluator", "build_evaluators", "clean_rows"]
+
+_BINARY_FAMILIES = ("classification", "ranking", "model")
 
 # Canonical column names inside the pipeline.
 SCORE, PRED, LABEL, TS = "__score", "__pred", "__label", "__ts"
@@ -54,7 +57,7 @@ def clean_rows(frame: pd.DataFrame, model: ModelConfig) -> tuple[pd.DataFrame, C
     """
     cols = model.columns
     rejected: Counter[str] = Counter()
-    needed = [c for c in (cols.score, cols.prediction, cols.label) if c]
+    needed = [c for c in _task_columns(model) if c]
     needed += [c for g in model.groups for c in _group_columns(g)]
     missing = [c for c in dict.fromkeys(needed) if c not in frame.columns]
     if missing and frame.empty:
@@ -65,6 +68,12 @@ def clean_rows(frame: pd.DataFrame, model: ModelConfig) -> tuple[pd.DataFrame, C
         raise SourceError(f"column(s) {missing} missing from the source; it has {list(frame.columns)}")
     if cols.model and cols.model in frame.columns:
         frame = frame.loc[frame[cols.model].astype("string") == model.name]
+    if model.task != "binary":
+        out_task, rejected = clean_task_rows(frame, model)
+        out_task[TS] = frame.loc[out_task.index, cols.timestamp]
+        for c in dict.fromkeys(c for g in model.groups for c in _group_columns(g)):
+            out_task[c] = frame.loc[out_task.index, c]
+        return out_task.reset_index(drop=True), rejected
     keep = np.ones(len(frame), dtype=bool)
     out = pd.DataFrame(index=frame.index)
 
@@ -103,6 +112,30 @@ def clean_rows(frame: pd.DataFrame, model: ModelConfig) -> tuple[pd.DataFrame, C
     return out.loc[keep].reset_index(drop=True), rejected
 
 
+def _task_columns(model: ModelConfig) -> list[str | None]:
+    cols = model.columns
+    if model.task == "binary":
+        return [cols.score, cols.prediction, cols.label]
+    return [
+        cols.score,
+        cols.prediction,
+        cols.label,
+        cols.user,
+        cols.item,
+        cols.rank,
+        cols.cluster,
+        cols.text,
+        *cols.features,
+    ]
+
+
+def _labeled(frame: pd.DataFrame) -> np.ndarray:
+    for column in (LABEL, PREFIX + "y_true"):
+        if column in frame.columns:
+            return frame[column].notna().to_numpy()
+    return np.zeros(len(frame), dtype=bool)
+
+
 def _group_columns(g: GroupConfig) -> list[str]:
     return list(g.columns) if g.kind != "categorical" else [g.column or ""]
 
@@ -125,6 +158,7 @@ class Evaluator:
         self.label_source = label_source
         self.confidence = confidence
         self.adjust = adjust
+        self.options = dict(model.options)
         self._progress = progress or (lambda _msg: None)
 
     def spans(self, now: datetime) -> list[_Span]:
@@ -207,13 +241,7 @@ class Evaluator:
         outcome = frame.loc[((ts >= span.start) & (ts < span.end)).to_numpy()]
         labeled = frame.loc[((ts >= span.label_start) & (ts < span.label_end)).to_numpy()]
         same = span.start == span.label_start and span.end == span.label_end
-        metrics = self.model.metrics
-        has_scores = self.model.columns.score is not None
-        specs = [mc.get_metric(m) for m in (metrics or mc.metric_names())]
-        if not has_scores:
-            specs = [s for s in specs if "y_score" not in s.requires]
-        if not self.model.columns.label:
-            specs = [s for s in specs if "y_true" not in s.requires]
+        specs = self._specs()
         outcome_specs = [s.name for s in specs if "y_true" not in s.requires]
         label_specs = [s.name for s in specs if "y_true" in s.requires]
 
@@ -232,7 +260,7 @@ class Evaluator:
         groups = self._group_stats(outcome, out_attrs)
         dropped = {a.name: len(a.dropped) for a in out_attrs if a.dropped}
         missing = {a.name: a.n_missing for a in out_attrs if a.n_missing}
-        n_labeled = int(labeled[LABEL].notna().sum())
+        n_labeled = int(_labeled(labeled).sum())
         return WindowResult(
             window=span.name,
             start=span.start,
@@ -247,6 +275,24 @@ class Evaluator:
             dropped_groups=MappingProxyType(dropped),
             missing_group_rows=MappingProxyType(missing),
         )
+
+    def _specs(self) -> list[mc.MetricSpec]:
+        """The metrics this model's windows compute: configured, or all its inputs allow."""
+        model = self.model
+        if model.task == "binary":
+            names = model.metrics or [
+                n for n in mc.metric_names() if mc.get_metric(n).family in _BINARY_FAMILIES
+            ]
+            specs = [mc.get_metric(m) for m in names]
+            if model.columns.score is None:
+                specs = [s for s in specs if "y_score" not in s.requires]
+        else:
+            family = family_module(model.task).SPECS
+            chosen = set(model.metrics) if model.metrics else None
+            specs = [s for s in family if chosen is None or s.name in chosen]
+        if not model.columns.label:
+            specs = [s for s in specs if "y_true" not in s.requires]
+        return specs
 
     def _attributes(self, frame: pd.DataFrame) -> list[mc.Attribute]:
         attrs = []
@@ -274,6 +320,18 @@ class Evaluator:
         self, frame: pd.DataFrame, metrics: Sequence[str], n_alerting: int
     ) -> tuple[mc.Report, list[mc.Attribute]]:
         attrs = self._attributes(frame)
+        if self.model.task != "binary":
+            report = evaluate_task(
+                self.model.task,
+                task_data(frame, self.model),
+                attrs,
+                metrics=metrics,
+                confidence=self.confidence,
+                fair_ranges=self.model.fair_ranges,
+                min_samples=self.model.min_samples,
+                options=self.options,
+            )
+            return report, attrs
         comparisons = [c for a in attrs for c in a.comparisons]
         has_scores = self.model.columns.score is not None
         y_score = frame[SCORE].to_numpy() if has_scores else frame[PRED].to_numpy()
@@ -297,7 +355,7 @@ class Evaluator:
     def _group_stats(self, outcome: pd.DataFrame, attrs: list[mc.Attribute]) -> list[GroupStats]:
         """Rows and labeled rows per group in the outcome window (label coverage)."""
         stats = []
-        has_label = outcome[LABEL].notna().to_numpy()
+        has_label = _labeled(outcome)
         for a in attrs:
             for c in a.comparisons:
                 mask = np.asarray(a.masks[c.key])
