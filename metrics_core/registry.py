@@ -12,6 +12,7 @@ from typing import Any
 from metrics_core._spec import FairRange, Input, MetricSpec
 
 __all__ = [
+    "BINARY_FAMILIES",
     "REGISTRY",
     "FairRange",
     "MetricSpec",
@@ -489,8 +490,27 @@ _METRICS: list[MetricSpec] = [
     ),
 ]
 
+#: Families evaluated from the score table by :func:`metrics_core.evaluate`.
+BINARY_FAMILIES = ("classification", "ranking", "model")
+
+
+def _task_family_specs() -> list[MetricSpec]:
+    """The specs the other task families declare in their own modules.
+
+    Imported here rather than at the top because those modules are built on the group
+    machinery, not on this registry; the registry is the one place that lists every metric.
+    """
+    from metrics_core import clustering, multiclass, recommender, regression, text
+
+    return [*multiclass.SPECS, *regression.SPECS, *recommender.SPECS, *clustering.SPECS, *text.SPECS]
+
+
+_METRICS += _task_family_specs()
+
 #: Every metric by name.
 REGISTRY: dict[str, MetricSpec] = {m.name: m for m in _METRICS}
+if len(REGISTRY) != len(_METRICS):  # a family reusing a name would silently shadow a metric
+    raise RuntimeError("duplicate metric names in the registry")
 _ALIASES: dict[str, str] = {alias: m.name for m in _METRICS for alias in m.aliases}
 
 

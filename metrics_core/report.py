@@ -229,9 +229,9 @@ _DEPENDS = {
 
 def _select(metrics: Iterable[str] | None, has_scores: bool) -> list[MetricSpec]:
     if metrics is None:
-        from metrics_core.registry import REGISTRY
+        from metrics_core.registry import BINARY_FAMILIES, REGISTRY
 
-        chosen = list(REGISTRY.values())
+        chosen = [m for m in REGISTRY.values() if m.family in BINARY_FAMILIES]
     else:
         chosen = list(dict.fromkeys(get_metric(m) for m in metrics))
         # a model-level summary needs its per-group inputs: they are computed and reported too

@@ -10,6 +10,11 @@ _FAMILY_TITLES = {
     "classification": "Binary classification (per group, vs its reference)",
     "ranking": "Score ranking (Jigsaw; per group, vs its background)",
     "model": "Model level (whole window)",
+    "multiclass": "Multiclass classification (`task: multiclass`; see docs/families/multiclass.md)",
+    "regression": "Regression (`task: regression`; see docs/families/regression.md)",
+    "recommender": "Recommender systems (`task: recommender`; see docs/families/recommender.md)",
+    "clustering": "Clustering (`task: clustering`; see docs/families/clustering.md)",
+    "text": "Generated text (`task: text`; see docs/families/text.md)",
 }
 
 

@@ -314,7 +314,8 @@ def base_values(base_window):
 
 
 def test_every_registry_metric_is_evaluated(base_values):
-    assert {k[0] for k in base_values} == set(mc.REGISTRY)
+    binary = {n for n, m in mc.REGISTRY.items() if m.family in ("classification", "ranking", "model")}
+    assert {k[0] for k in base_values} == binary
 
 
 @pytest.mark.parametrize("order", ["shuffled", "by_label", "by_label_desc", "reversed"])

@@ -1,0 +1,464 @@
+"""The Grafana dashboard, checked statically (no Grafana server exists here).
+
+The committed file is ``fairwatch dashboard``'s output; every panel reads ``${datasource}`` and
+has a title, a description and a unit; every query, with its template variables made concrete,
+parses as PromQL in the real ``promtool check rules``; the fair ranges drawn are the registry's
+(or the config's overrides).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from metrics_core import REGISTRY
+from monitor.cli import main
+from monitor.config import Settings, settings_from_dict
+from monitor.dashboard import render_dashboard
+from tests.servers import promtool_bin
+
+ROOT = Path(__file__).resolve().parents[2]
+GRAFANA = ROOT / "deploy" / "grafana"
+DASHBOARD_FILE = GRAFANA / "fairwatch-dashboard.json"
+DATASOURCE_UID = "${datasource}"
+
+# Concrete values for the template variables, as Grafana would interpolate them.
+VARIABLE_VALUES = {
+    "datasource": "prometheus",
+    "model": "toxicity",
+    "window": "24h",
+    "attribute": "identity",
+    "group": "female",
+    "metric": "bpsn_auc",
+    "__rate_interval": "5m",
+    "__interval": "1m",
+    "__range": "1d",
+}
+_VARIABLE = re.compile(r"\$(?:\{(\w+)(?::\w+)?\}|(\w+))")
+_LABEL_VALUES = re.compile(r"^label_values\((.+),\s*(\w+)\)$")
+
+
+def dumped(dashboard: dict[str, Any]) -> str:
+    return json.dumps(dashboard, indent=2) + "\n"
+
+
+def all_panels(panels: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """Every panel, rows and the panels of collapsed rows included."""
+    for panel in panels:
+        yield panel
+        yield from all_panels(panel.get("panels", []))
+
+
+def leaf_panels(dashboard: dict[str, Any]) -> list[dict[str, Any]]:
+    return [p for p in all_panels(dashboard["panels"]) if p["type"] != "row"]
+
+
+def metric_panels(dashboard: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {p["title"]: p for p in leaf_panels(dashboard) if p["title"] in REGISTRY}
+
+
+def concrete(expr: str, **values: str) -> str:
+    """``expr`` with its template variables replaced; label_replace's ``$1`` is no variable."""
+    values = VARIABLE_VALUES | values
+
+    def value(m: re.Match[str]) -> str:
+        name = m.group(1) or m.group(2)
+        if name.isdigit():
+            return m.group(0)
+        if name not in values:
+            pytest.fail(f"unknown template variable ${name} in {expr!r}")
+        return values[name]
+
+    return _VARIABLE.sub(value, expr)
+
+
+def promtool_check_rules(exprs: list[str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    rules = [{"record": f"fairwatch_dashboard_check_{i}", "expr": e} for i, e in enumerate(exprs)]
+    path = tmp_path / "dashboard-queries.rules.yml"
+    path.write_text(yaml.safe_dump({"groups": [{"name": "dashboard", "rules": rules}]}, sort_keys=False))
+    return subprocess.run(
+        [promtool_bin(), "check", "rules", str(path)], capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+def promtool_eval(
+    series: dict[str, str], cases: list[tuple[str, dict[str, float]]], tmp_path: Path
+) -> subprocess.CompletedProcess[str]:
+    """Evaluate each PromQL expression at 2m over ``series`` (selector -> value) in ``promtool test rules``.
+
+    A case is ``(expr, {labels: value})``; promtool fails when the result differs.
+    """
+    test = {
+        "interval": "1m",
+        "input_series": [
+            {"series": sel, "values": f"{value} {value} {value}"} for sel, value in series.items()
+        ],
+        "promql_expr_test": [
+            {
+                "expr": expr,
+                "eval_time": "2m",
+                "exp_samples": [{"labels": labels, "value": value} for labels, value in samples.items()],
+            }
+            for expr, samples in cases
+        ],
+    }
+    path = tmp_path / "dashboard-queries.test.yml"
+    path.write_text(yaml.safe_dump({"rule_files": [], "evaluation_interval": "1m", "tests": [test]}))
+    return subprocess.run(
+        [promtool_bin(), "test", "rules", str(path)], capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+def query(dashboard: dict[str, Any], title: str, ref: str = "A") -> str:
+    (panel,) = [p for p in leaf_panels(dashboard) if p["title"] == title]
+    (expr,) = [str(t["expr"]) for t in panel["targets"] if t["refId"] == ref]
+    return expr
+
+
+def config(*models: dict[str, Any]) -> Settings:
+    base = {
+        "source": {"kind": "memory", "name": "m"},
+        "groups": [{"attribute": "identity", "kind": "indicator", "columns": ["female"]}],
+    }
+    return settings_from_dict({"models": [base | m for m in models]}, environ={})
+
+
+@pytest.fixture(scope="module")
+def dashboard() -> dict[str, Any]:
+    return render_dashboard()
+
+
+# --- the committed file -----------------------------------------------------------------------
+
+
+def test_committed_file_is_the_generated_dashboard(dashboard: dict[str, Any]) -> None:
+    assert DASHBOARD_FILE.read_text(encoding="utf-8") == dumped(dashboard), (
+        "deploy/grafana/fairwatch-dashboard.json is stale: run "
+        "`fairwatch dashboard -o deploy/grafana/fairwatch-dashboard.json`"
+    )
+
+
+def test_cli_writes_the_same_dashboard(tmp_path: Path, dashboard: dict[str, Any]) -> None:
+    out = tmp_path / "dashboard.json"
+    assert main(["dashboard", "-o", str(out)]) == 0
+    assert out.read_text(encoding="utf-8") == dumped(dashboard)
+
+
+def test_dashboard_identity(dashboard: dict[str, Any]) -> None:
+    assert dashboard["uid"] == "fairwatch-overview"
+    assert dashboard["title"] == "fairwatch - fairness monitor"
+    assert dashboard["refresh"] == "30s"
+    assert dashboard["time"] == {"from": "now-24h", "to": "now"}
+    assert 36 <= dashboard["schemaVersion"] <= 41
+    assert "fairwatch" in dashboard["tags"]
+
+
+def test_provisioning_files() -> None:
+    providers = yaml.safe_load((GRAFANA / "provisioning/dashboards/fairwatch.yaml").read_text())
+    (provider,) = providers["providers"]
+    assert providers["apiVersion"] == 1
+    assert provider["type"] == "file"
+    assert provider["options"]["path"] == "/var/lib/grafana/dashboards/fairwatch"
+    sources = yaml.safe_load((GRAFANA / "provisioning/datasources/prometheus.yaml").read_text())
+    (source,) = sources["datasources"]
+    assert source["type"] == "prometheus"
+    assert source["url"] == "http://prometheus:9090"
+    assert source["uid"]
+
+
+# --- static checks ----------------------------------------------------------------------------
+
+
+def test_datasource_variable(dashboard: dict[str, Any]) -> None:
+    variables = {v["name"]: v for v in dashboard["templating"]["list"]}
+    assert variables["datasource"]["type"] == "datasource"
+    assert variables["datasource"]["query"] == "prometheus"
+    assert {"model", "window", "attribute", "group", "metric"} <= variables.keys()
+    assert variables["metric"]["definition"] == "label_values(fairwatch_metric_state, metric)"
+    assert variables["group"]["multi"] and variables["group"]["includeAll"]
+
+
+def test_every_variable_query_uses_the_datasource_variable(dashboard: dict[str, Any]) -> None:
+    for variable in dashboard["templating"]["list"]:
+        if variable["type"] == "query":
+            assert variable["datasource"]["uid"] == DATASOURCE_UID, variable["name"]
+            assert variable["query"]["query"] == variable["definition"]
+
+
+def test_every_panel_has_datasource_title_description_and_unit(dashboard: dict[str, Any]) -> None:
+    problems = []
+    for panel in all_panels(dashboard["panels"]):
+        name = f"panel {panel.get('id')} {panel.get('title')!r}"
+        if not panel.get("title"):
+            problems.append(f"{name}: no title")
+        if panel["type"] == "row":
+            continue
+        if panel.get("datasource") != {"type": "prometheus", "uid": DATASOURCE_UID}:
+            problems.append(f"{name}: datasource {panel.get('datasource')}")
+        if not panel.get("description", "").strip():
+            problems.append(f"{name}: no description")
+        if not panel["fieldConfig"]["defaults"].get("unit"):
+            problems.append(f"{name}: no unit")
+        if not panel.get("targets"):
+            problems.append(f"{name}: no query")
+        for target in panel.get("targets", []):
+            if target.get("datasource", {}).get("uid") != DATASOURCE_UID:
+                problems.append(f"{name} query {target['refId']}: datasource {target.get('datasource')}")
+    assert not problems, "\n".join(problems)
+
+
+def test_panel_ids_are_unique_and_panels_do_not_overlap(dashboard: dict[str, Any]) -> None:
+    ids = [p["id"] for p in all_panels(dashboard["panels"])]
+    assert len(ids) == len(set(ids))
+    # The expanded panels share one grid; each collapsed row's panels another.
+    grids = [[p for p in dashboard["panels"]]] + [
+        r["panels"] for r in dashboard["panels"] if r.get("collapsed")
+    ]
+    for grid in grids:
+        cells: dict[tuple[int, int], int] = {}
+        for panel in grid:
+            pos = panel["gridPos"]
+            assert pos["x"] >= 0 and pos["x"] + pos["w"] <= 24, panel["title"]
+            for x in range(pos["x"], pos["x"] + pos["w"]):
+                for y in range(pos["y"], pos["y"] + pos["h"]):
+                    assert (x, y) not in cells, f"{panel['title']} overlaps panel {cells[(x, y)]}"
+                    cells[(x, y)] = panel["id"]
+
+
+@pytest.mark.integration
+def test_every_query_is_valid_promql(dashboard: dict[str, Any], tmp_path: Path) -> None:
+    exprs = [concrete(t["expr"]) for p in leaf_panels(dashboard) for t in p["targets"]]
+    for variable in dashboard["templating"]["list"]:
+        if variable["type"] == "query":  # label_values(SELECTOR, label): the selector is PromQL
+            match = _LABEL_VALUES.match(variable["definition"])
+            assert match, variable["definition"]
+            exprs.append(concrete(match.group(1)))
+    assert all("$" not in e.replace('"$1"', "") for e in exprs)
+    result = promtool_check_rules(exprs, tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"SUCCESS: {len(exprs)} rules found" in result.stdout
+
+
+@pytest.mark.integration
+def test_promtool_check_catches_a_broken_query(tmp_path: Path) -> None:
+    result = promtool_check_rules(['rate(fairwatch_rows_read_total{model=~"toxicity"})'], tmp_path)
+    assert result.returncode != 0
+    assert "range vector" in result.stdout + result.stderr
+
+
+@pytest.mark.integration
+def test_queries_select_what_they_should(dashboard: dict[str, Any], tmp_path: Path) -> None:
+    """The less obvious queries, evaluated by promtool on series shaped as the exporter's."""
+    group = 'model="toxicity",window="24h",attribute="identity",group="female",reference="rest"'
+    series = {
+        f"fairwatch_disparate_impact{{{group}}}": "0.7",
+        f"fairwatch_bpsn_auc{{{group}}}": "0.9",
+        f'fairwatch_metric_state{{metric="disparate_impact",{group}}}': "2",
+        f'fairwatch_metric_state{{metric="bpsn_auc",{group}}}': "1",
+        f'fairwatch_metric_fair_min{{metric="bpsn_auc",{group}}}': "0.85",
+        f'fairwatch_metric_fair_min{{metric="bpsn_auc",{group.replace("female", "male")}}}': "0.85",
+        'fairwatch_last_evaluation_success_timestamp_seconds{model="toxicity"}': "0",
+        'fairwatch_model_interval_seconds{model="toxicity"}': "30",
+    }
+    table_value = query(dashboard, "Current values and states", "B")
+    cases: list[tuple[str, dict[str, float]]] = [
+        # the value column takes `metric` from the family name and keeps the metrics of $metric
+        (
+            concrete(table_value, metric="disparate_impact"),
+            {f'{{metric="disparate_impact",{group}}}': 0.7},
+        ),
+        (concrete(query(dashboard, "In violation"), metric=".*"), {"{}": 1}),
+        (concrete(query(dashboard, "Values ok"), metric=".*"), {"{}": 0}),  # `or vector(0)`: zero, not empty
+        # values computed at 0 s, interval 30 s, evaluated at 120 s: behind schedule
+        (concrete(query(dashboard, "Models behind schedule")), {"{}": 1}),
+        # the relative fair range: one line per model and window, not per group
+        (concrete(query(dashboard, "bpsn_auc", "D")), {'{model="toxicity",window="24h"}': 0.85}),
+    ]
+    result = promtool_eval(series, cases, tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.integration
+def test_open_ends_of_exported_ranges_are_not_drawn(tmp_path: Path) -> None:
+    settings = config(
+        {"name": "a", "metrics": ["disparate_impact"], "fair_ranges": {"disparate_impact": [0.9, None]}},
+        {"name": "b", "metrics": ["disparate_impact"]},
+    )
+    dashboard = render_dashboard(settings)
+    labels = 'metric="disparate_impact",window="24h",attribute="identity",group="female",reference="rest"'
+    series = {
+        f'fairwatch_metric_fair_max{{model="a",{labels}}}': "Inf",
+        f'fairwatch_metric_fair_max{{model="b",{labels}}}': "1.25",
+    }
+    expr = concrete(query(dashboard, "disparate_impact", "E"), model=".*")
+    result = promtool_eval(series, [(expr, {'{model="b",window="24h"}': 1.25})], tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+# --- the metrics and their fair ranges --------------------------------------------------------
+
+
+def steps(panel: dict[str, Any]) -> list[float]:
+    thresholds = panel["fieldConfig"]["defaults"]["thresholds"]
+    assert thresholds["mode"] == "absolute"
+    return [s["value"] for s in thresholds["steps"] if s["value"] is not None]
+
+
+def thresholds_style(panel: dict[str, Any]) -> str:
+    mode: str = panel["fieldConfig"]["defaults"]["custom"]["thresholdsStyle"]["mode"]
+    return mode
+
+
+def exprs(panel: dict[str, Any]) -> list[str]:
+    return [t["expr"] for t in panel["targets"]]
+
+
+def test_one_panel_per_registry_metric(dashboard: dict[str, Any]) -> None:
+    panels = metric_panels(dashboard)
+    assert sorted(panels) == sorted(REGISTRY)
+    for name, panel in panels.items():
+        assert panel["type"] == "timeseries"
+        assert exprs(panel)[0].startswith(f"fairwatch_{name}{{"), name
+        assert REGISTRY[name].meaning[1:] in panel["description"]  # capitalised
+
+
+@pytest.mark.parametrize(
+    ("metric", "expected"),
+    [
+        ("disparate_impact", [0.8, 1.25]),
+        ("statistical_parity_difference", [-0.1, 0.1]),
+        ("four_fifths_ratio", [0.8, 1.0]),
+        ("two_sd_rule", [-2.0, 2.0]),
+    ],
+)
+def test_fair_range_thresholds_examples(
+    dashboard: dict[str, Any], metric: str, expected: list[float]
+) -> None:
+    panel = metric_panels(dashboard)[metric]
+    assert steps(panel) == expected
+    assert thresholds_style(panel) == "line+area"
+    colors = [s["color"] for s in panel["fieldConfig"]["defaults"]["thresholds"]["steps"]]
+    assert colors == ["red", "green", "red"]
+
+
+def test_every_absolute_fair_range_is_drawn_from_the_registry(dashboard: dict[str, Any]) -> None:
+    panels = metric_panels(dashboard)
+    for name, spec in REGISTRY.items():
+        fr = spec.fair_range
+        if fr is None or fr.relative_to is not None:
+            continue
+        assert steps(panels[name]) == [v for v in (fr.min, fr.max) if v is not None], name
+        assert fr.describe() in panels[name]["description"]
+        assert spec.source in panels[name]["description"]
+
+
+@pytest.mark.parametrize("metric", ["subgroup_auc", "bpsn_auc", "bnsp_auc"])
+def test_relative_range_is_the_exported_fair_min(dashboard: dict[str, Any], metric: str) -> None:
+    panel = metric_panels(dashboard)[metric]
+    assert thresholds_style(panel) == "off"
+    assert steps(panel) == []
+    bounds = [e for e in exprs(panel) if "fairwatch_metric_fair_" in e]
+    assert len(bounds) == 1  # the range is open above: no fair_max line
+    assert f'fairwatch_metric_fair_min{{metric="{metric}",' in bounds[0]
+    assert "overall_auc - 0.05" in panel["description"]
+
+
+def test_intervals_are_drawn_for_metrics_that_have_one(dashboard: dict[str, Any]) -> None:
+    for name, panel in metric_panels(dashboard).items():
+        has_ci = any(f'fairwatch_metric_ci_lower{{metric="{name}",' in e for e in exprs(panel))
+        assert has_ci == (REGISTRY[name].interval != "none"), name
+
+
+def test_informational_metrics_draw_no_range(dashboard: dict[str, Any]) -> None:
+    panels = metric_panels(dashboard)
+    for name in ("selection_rate", "true_positive_rate", "overall_auc", "theil_index"):
+        assert steps(panels[name]) == []
+        assert thresholds_style(panels[name]) == "off"
+        assert not any("fairwatch_metric_fair_" in e for e in exprs(panels[name]))
+    assert panels["selection_rate"]["fieldConfig"]["defaults"]["unit"] == "percentunit"
+
+
+def test_state_table_maps_the_exported_state_codes(dashboard: dict[str, Any]) -> None:
+    (table,) = [p for p in leaf_panels(dashboard) if p["title"] == "Current values and states"]
+    (state,) = [o for o in table["fieldConfig"]["overrides"] if o["matcher"]["options"] == "state"]
+    (mappings,) = [p["value"] for p in state["properties"] if p["id"] == "mappings"]
+    options = mappings[0]["options"]
+    assert {k: (v["text"], v["color"]) for k, v in options.items()} == {
+        "0": ("ok", "green"),
+        "1": ("inconclusive", "yellow"),
+        "2": ("violation", "red"),
+        "3": ("insufficient data", "#8e8e8e"),
+    }
+    assert any(e.startswith("max by") and "fairwatch_metric_state{" in e for e in exprs(table))
+
+
+def test_service_health_panels(dashboard: dict[str, Any]) -> None:
+    by_title = {p["title"]: p for p in leaf_panels(dashboard)}
+    age = by_title["Evaluation age"]
+    assert exprs(age)[0].startswith("time() - fairwatch_last_evaluation_success_timestamp_seconds{")
+    assert age["fieldConfig"]["defaults"]["unit"] == "s"
+    assert "increase(fairwatch_evaluation_failures_total{" in exprs(by_title["Evaluation failures"])[0]
+    assert "rate(fairwatch_rows_rejected_total{" in exprs(by_title["Rows rejected"])[0]
+    assert by_title["Label coverage"]["fieldConfig"]["defaults"]["unit"] == "percentunit"
+    for title in ("Group sizes", "Groups dropped", "Rows without a group", "Source up", "Alert deliveries"):
+        assert title in by_title
+
+
+# --- with a config ----------------------------------------------------------------------------
+
+
+def test_config_metrics_only() -> None:
+    settings = config({"name": "toxicity", "metrics": ["disparate_impact", "bpsn_auc", "selection_rate"]})
+    dashboard = render_dashboard(settings)
+    assert sorted(metric_panels(dashboard)) == ["bpsn_auc", "disparate_impact", "selection_rate"]
+    (table,) = [p for p in leaf_panels(dashboard) if p["title"] == "Current values and states"]
+    assert 'fairwatch_(selection_rate|disparate_impact|bpsn_auc)"' in "".join(exprs(table))
+    rows = [p["title"] for p in dashboard["panels"] if p["type"] == "row"]
+    assert "Model-level metrics" not in rows  # no panels, no row
+
+
+def test_config_without_scores_drops_the_ranking_metrics() -> None:
+    settings = config({"name": "loans", "columns": {"score": None, "prediction": "approved"}})
+    names = metric_panels(render_dashboard(settings))
+    assert "disparate_impact" in names and "equal_opportunity_difference" in names
+    assert not any("auc" in n or "aeg" in n or n == "standardized_mean_difference" for n in names)
+
+
+def test_config_fair_range_override_changes_the_thresholds() -> None:
+    settings = config(
+        {
+            "name": "toxicity",
+            "metrics": ["disparate_impact", "bpsn_auc"],
+            "fair_ranges": {"adverse_impact_ratio": [0.9, 1.1], "bpsn_auc": [0.7, None]},
+        }
+    )
+    panels = metric_panels(render_dashboard(settings))
+    assert steps(panels["disparate_impact"]) == [0.9, 1.1]
+    assert "[0.9, 1.1] (configured in fair_ranges)" in panels["disparate_impact"]["description"]
+    # An absolute override of the AUC family's relative range is drawn as a threshold.
+    assert steps(panels["bpsn_auc"]) == [0.7]
+    assert thresholds_style(panels["bpsn_auc"]) == "line+area"
+    assert not any("fairwatch_metric_fair_" in e for e in exprs(panels["bpsn_auc"]))
+
+
+def test_models_with_different_ranges_draw_the_exported_ranges() -> None:
+    settings = config(
+        {"name": "a", "metrics": ["disparate_impact"], "fair_ranges": {"disparate_impact": [0.9, 1.1]}},
+        {"name": "b", "metrics": ["disparate_impact"]},
+    )
+    panel = metric_panels(render_dashboard(settings))["disparate_impact"]
+    assert steps(panel) == []
+    assert thresholds_style(panel) == "off"
+    bounds = [e for e in exprs(panel) if "fairwatch_metric_fair_" in e]
+    assert [b.split("{")[0].split("(")[-1] for b in bounds] == [
+        "fairwatch_metric_fair_min",
+        "fairwatch_metric_fair_max",
+    ]
+    assert "(models a)" in panel["description"] and "(models b)" in panel["description"]
