@@ -398,5 +398,9 @@ def _resolve_relative_paths(settings: Settings, base: Path) -> Settings:
     models = []
     for m in settings.models:
         labels = m.labels.model_copy(update={"source": fix(m.labels.source)}) if m.labels else None
-        models.append(m.model_copy(update={"source": fix(m.source), "labels": labels}))
+        options = {
+            k: (str(base / v) if k.endswith("_file") and isinstance(v, str) and not os.path.isabs(v) else v)
+            for k, v in m.options.items()
+        }
+        models.append(m.model_copy(update={"source": fix(m.source), "labels": labels, "options": options}))
     return settings.model_copy(update={"models": models})

@@ -27,7 +27,7 @@ from monitor.config import GroupConfig, ModelConfig, Settings
 from monitor.errors import SourceError
 from monitor.results import GroupStats, ModelEvaluation, WindowResult
 from monitor.sources import Batch, Source, build_source
-from monitor.tasks import PREFIX, clean_task_rows, evaluate_task, family_module, task_data
+from monitor.tasks import PREFIX, clean_task_rows, evaluate_task, family_module, load_task_options, task_data
 
 __all__ = ["Evaluator", "build_evaluators", "clean_rows"]
 
@@ -158,7 +158,7 @@ class Evaluator:
         self.label_source = label_source
         self.confidence = confidence
         self.adjust = adjust
-        self.options = dict(model.options)
+        self.options = load_task_options(model.task, model.options)
         self._progress = progress or (lambda _msg: None)
 
     def spans(self, now: datetime) -> list[_Span]:

@@ -8,6 +8,7 @@ A model's ``task:`` picks the columns it needs, how bad rows are recognised, and
 from __future__ import annotations
 
 import importlib
+import json
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
@@ -19,7 +20,14 @@ import pandas as pd
 import metrics_core as mc
 from monitor.config import ModelConfig
 
-__all__ = ["FAMILY_OF_TASK", "clean_task_rows", "evaluate_task", "family_module", "task_data"]
+__all__ = [
+    "FAMILY_OF_TASK",
+    "clean_task_rows",
+    "evaluate_task",
+    "family_module",
+    "load_task_options",
+    "task_data",
+]
 
 FAMILY_OF_TASK = {
     "multiclass": "multiclass",
@@ -33,6 +41,43 @@ PREFIX = "__d_"
 
 def family_module(task: str) -> ModuleType:
     return importlib.import_module(f"metrics_core.{FAMILY_OF_TASK[task]}")
+
+
+def load_task_options(task: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """Task options with the files they name read once, at start-up (a bad file names its key).
+
+    Text models: ``lexicon_file`` (one word per line), ``targets_file`` (one per line),
+    ``word_lists_file`` (JSON ``{group: [words]}``), ``weat_sets_file`` (JSON ``{X, Y, A, B}``)
+    and ``embeddings_file`` (GloVe-style text: ``word v1 v2 ...``). Inline ``lexicon``,
+    ``targets``, ``word_lists`` and ``weat_sets`` work too. Without word lists or targets the
+    shipped defaults (gender words, professions) are used; there is no default lexicon.
+    """
+    from pathlib import Path
+
+    from monitor.errors import ConfigError
+
+    out = dict(options)
+    if task != "text":
+        return out
+    from metrics_core import _tokenize as tok
+
+    readers: dict[str, Callable[[str], Any]] = {
+        "lexicon_file": tok.parse_word_list,
+        "targets_file": tok.parse_word_list,
+        "word_lists_file": json.loads,
+        "weat_sets_file": json.loads,
+        "embeddings_file": tok.parse_embeddings,
+    }
+    for key, reader in readers.items():
+        if key in out:
+            path = Path(str(out.pop(key)))
+            try:
+                out[key.removesuffix("_file")] = reader(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                raise ConfigError(f"options.{key}: cannot read {path}: {exc}") from exc
+    out.setdefault("word_lists", tok.default_word_lists())
+    out.setdefault("targets", tok.default_targets())
+    return out
 
 
 def _numeric(values: pd.Series) -> np.ndarray:

@@ -149,3 +149,22 @@ def test_not_yaml_and_missing_file(tmp_path: Path) -> None:
         load_settings(write(tmp_path, "models: [unclosed"))
     with pytest.raises(ConfigError, match="cannot read config file"):
         load_settings(tmp_path / "nope.yaml")
+
+
+def test_task_needs_its_columns(tmp_path: Path) -> None:
+    text = SKETCH.replace("    threshold: 0.5\n", "    threshold: 0.5\n    task: recommender\n")
+    with pytest.raises(ConfigError, match=r"task recommender needs columns: user, item"):
+        load_settings(write(tmp_path, text))
+
+
+def test_metrics_must_belong_to_the_task(tmp_path: Path) -> None:
+    text = SKETCH.replace("    threshold: 0.5\n", "    threshold: 0.5\n    task: regression\n")
+    with pytest.raises(ConfigError, match=r"do not apply to task regression"):
+        load_settings(write(tmp_path, text))
+
+
+def test_unreadable_task_file_names_the_option(tmp_path: Path) -> None:
+    from monitor.tasks import load_task_options
+
+    with pytest.raises(ConfigError, match=r"options\.lexicon_file"):
+        load_task_options("text", {"lexicon_file": str(tmp_path / "missing.txt")})
