@@ -75,8 +75,12 @@ def write_demo_log(
     biased_time = (ts >= pd.Timestamp(bias_start)) & (ts < pd.Timestamp(bias_end))
     logit += 2.2 * (ident[BIASED] & ~toxic & np.asarray(biased_time))
     score = np.round(1 / (1 + np.exp(-logit)), 3)  # rounded scores: ties, as real models log
+    # a second, multiclass model acts on the score: allow / review / remove
+    action = np.where(score >= 0.7, "remove", np.where(score >= 0.4, "review", "allow"))
     # Identity columns are annotator fractions, NaN where a comment was not annotated (Jigsaw).
-    frame = pd.DataFrame({"id": np.arange(n), "ts": [x.isoformat() for x in t], "score": score})
+    frame = pd.DataFrame(
+        {"id": np.arange(n), "ts": [x.isoformat() for x in t], "score": score, "action": action}
+    )
     annotated = rng.random(n) < 0.6
     for name in IDENTITIES:
         frac = np.where(
@@ -126,6 +130,18 @@ models:
               statistical_parity_difference, equal_opportunity_difference, false_positive_rate_difference,
               overall_auc, jigsaw_final_score]
     min_samples: 50
+  - name: moderation                    # a multiclass model: the action taken on each comment
+    task: multiclass
+    source: {{kind: sql, url: "sqlite:///predictions.db", table: predictions}}
+    columns: {{id: id, timestamp: ts, prediction: action, score: null, label: null}}
+    groups:
+      - attribute: identity
+        kind: indicator
+        columns: [{cols}]
+    windows: [{{name: 1h, length: 1h}}, {{name: 3h, length: 3h}}]
+    interval: 1s
+    metrics: [multiclass_statistical_parity, multiclass_statistical_parity_max]
+    min_samples: 50
 alerts:
   for: 30m
   confidence: 0.95
@@ -143,29 +159,22 @@ def _status_table(app: object, now: datetime) -> Table:
     assert isinstance(app, App)
     snap = app.monitor.snapshot()
     table = Table(title=f"fairwatch demo - simulated time {now:%Y-%m-%d %H:%M} UTC", title_justify="left")
-    for col in ("window", "group", "metric", "value", "fair range", "state"):
+    for col in ("model", "window", "group", "metric", "value", "fair range", "state"):
         table.add_column(col)
-    status = snap.models["toxicity"]
-    ev = status.last_evaluation
-    if ev is not None:
+    shown = ("bpsn_auc", "negative_aeg", "statistical_parity_difference", "multiclass_statistical_parity")
+    for status in snap.models.values():
+        ev = status.last_evaluation
+        if ev is None:
+            continue
         for w in ev.windows:
             for v in w.values:
-                if v.group == BIASED and v.metric in (
-                    "bpsn_auc",
-                    "negative_aeg",
-                    "statistical_parity_difference",
-                ):
-                    style = {"violation": "bold red", "inconclusive": "yellow", "ok": "green"}.get(
-                        v.state, "dim"
-                    )
-                    table.add_row(
-                        w.window,
-                        v.group,
-                        v.metric,
-                        f"{v.value:.3f}",
-                        f"[{v.fair_min:.3f}, {v.fair_max:.3f}]",
-                        f"[{style}]{v.state}[/]",
-                    )
+                if v.group != BIASED or v.metric not in shown:
+                    continue
+                style = {"violation": "bold red", "inconclusive": "yellow", "ok": "green"}.get(v.state, "dim")
+                fair = f"[{v.fair_min:.3f}, {v.fair_max:.3f}]"
+                table.add_row(
+                    ev.model, w.window, v.group, v.metric, f"{v.value:.3f}", fair, f"[{style}]{v.state}[/]"
+                )
     alerts = ", ".join(f"{a.labels['metric']}/{a.labels['window']}: {a.state}" for a in snap.alerts) or "none"
     table.caption = f"alerts: {alerts}"
     return table
