@@ -21,7 +21,8 @@ they are summed with the masses as weights.
 
 Exactness: with integer counts the kernel forms ``2 U`` (twice the Mann-Whitney U) as a
 dot product of integer-valued float64 arrays, which is exact while ``2 n_x n_y < 2**53``
-(about 9e15: some 47 million rows on each side), and divides once. The grid is also
+(about 9e15: 67 million rows on each side), and divides once; beyond that it is still
+correct to float64 rounding. The grid is also
 thinned to the scores where X has mass: between two such scores V01 is constant, so the
 Y mass there is merged into one gap without changing any sum.
 """
@@ -114,8 +115,8 @@ def auc_delong(
     if x_gap is not None and y_gap is not None:
         raise ValueError("only one side of an AUC may have mass between grid scores")
     flip = x_gap is not None
-    if not flip and y_gap is None and np.count_nonzero(y_at) < np.count_nonzero(x_at):
-        flip = True  # thin the grid to the sparser side
+    if not flip and y_gap is None and np.count_nonzero(y_at != 0) < np.count_nonzero(x_at != 0):
+        flip = True  # thin the grid to the sparser side (counting booleans: several times faster)
     if flip:
         # AUC(X over Y) = 1 - AUC(Y over X), with the same variance
         twice_u, scale, var = _points_over(y_at, x_at, x_gap)

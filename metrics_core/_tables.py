@@ -155,12 +155,12 @@ class ScoreTable:
         weight = as_weights(sample_weight, n)
         if np.signbit(score).any():
             score = score + 0.0  # -0.0 and +0.0 are one score; `+ 0.0` turns -0.0 into +0.0
-        order, first, starts, distinct = _sort(score)
-        k = starts.shape[0]
+        order, first, edges, distinct = _sort(score)
+        k = distinct.shape[0]
         label_sorted = label[order]
         cumulative: FloatArray | None
         if weight is None:
-            counts, cumulative = _run_counts(label_sorted, starts, k)
+            counts, cumulative = _run_counts(label_sorted, edges)
         # cell of a row = 3 * (index of its distinct score) + label column
         cell_sorted: NDArray[np.signedinteger[Any]] = np.cumsum(
             first, dtype=np.int32 if 3 * k + 3 < 2**31 else np.int64
@@ -245,7 +245,10 @@ def merge_tables(tables: Sequence[ScoreTable]) -> ScoreTable:
     pieces: dict[str, list[tuple[IntArray, FloatArray]]] = {}
     for table in tables:
         remap = np.searchsorted(scores, table.scores + 0.0)
-        np.add.at(counts, remap, table.counts) if _repeats(remap) else _add_rows(counts, remap, table.counts)
+        if remap.size > 1 and (np.diff(remap) <= 0).any():  # a hand-built table with repeated scores
+            np.add.at(counts, remap, table.counts)
+        else:
+            counts[remap] += table.counts
         for name, grp in table.groups.items():
             pieces.setdefault(name, []).append((remap[grp.ids], grp.counts))
     groups = {
@@ -262,47 +265,60 @@ def _sort(score: FloatArray) -> tuple[IntArray, BoolArray, IntArray, FloatArray]
     """Sort the rows by score, exactly: equal scores tie, different scores never merge.
 
     Returns the rows in increasing order of score, a flag per sorted row (the first of its
-    score), the sorted positions of those first rows, and the distinct scores. ``score``
-    must hold no -0.0 (the caller normalises it).
+    score), the k + 1 edges of the runs of equal scores (the sorted position of each run's
+    first row, then n), and the k distinct scores. ``score`` must hold no -0.0 (the caller
+    normalises it).
     """
     n = score.shape[0]
-    first = np.ones(n, dtype=bool)
+    flags = np.ones(n + 1, dtype=bool)  # one more: the end of the last run, for the edges
+    first = flags[:n]
     if n == 0:
-        return np.zeros(0, dtype=np.int64), first, np.zeros(0, dtype=np.int64), score
+        return np.zeros(0, dtype=np.int64), first, np.zeros(1, dtype=np.int64), score
     key, negative = _monotone_key(score)
     low = int(key.min())
     packed = key - np.uint64(low)
     spread = int(np.bitwise_or.reduce(packed))
     if spread == 0:  # a single distinct score
         first[1:] = False
-        return np.arange(n, dtype=np.int64), first, np.zeros(1, dtype=np.int64), score[:1].copy()
+        return np.arange(n, dtype=np.int64), first, np.array([0, n], dtype=np.int64), score[:1].copy()
     # Bits below the lowest set bit of every (key - low) are zero for all rows (float32
     # scores widened to float64 leave 29 of them): shift them out for free.
     zeros_below = (spread & -spread).bit_length() - 1
     width = (spread >> zeros_below).bit_length()
     row_bits = max((n - 1).bit_length(), 1)
     dropped = max(width + row_bits - 64, 0)
-    packed >>= np.uint64(zeros_below + dropped)
+    packed >>= np.uint64(zeros_below)
+    lost = None
+    if dropped:
+        # The lowest `dropped` bits do not fit next to the row number. Keep them, in the
+        # smallest integer type, to detect rows whose truncated keys collide.
+        lost_type = np.uint16 if dropped <= 16 else np.uint32 if dropped <= 32 else np.uint64
+        lost = (packed & np.uint64((1 << dropped) - 1)).astype(lost_type)
+        packed >>= np.uint64(dropped)
     packed <<= np.uint64(row_bits)
     packed |= np.arange(n, dtype=np.uint64)
     packed.sort()
     order = (packed & np.uint64((1 << row_bits) - 1)).view(np.int64)
     packed >>= np.uint64(row_bits)  # the sorted (truncated) keys
-    if dropped == 0:
-        np.not_equal(packed[1:], packed[:-1], out=first[1:])
-        starts = np.flatnonzero(first)
+    np.not_equal(packed[1:], packed[:-1], out=first[1:])
+    if lost is not None:
+        lost_sorted = lost[order]
+        collide = lost_sorted[1:] != lost_sorted[:-1]
+        collide &= ~first[1:]
+        if collide.any():  # distinct scores share a truncated key: order them by full key
+            full = key[order]
+            _fix_collisions(order, full, packed)
+            np.not_equal(full[1:], full[:-1], out=first[1:])
+    edges = np.flatnonzero(flags)
+    starts = edges[:-1]
+    if lost is None:
         # the distinct scores back from their keys: a sequential read, not a gather by row
         distinct_key = packed[starts]
         distinct_key <<= np.uint64(zeros_below)
         distinct_key += np.uint64(low)
     else:
-        full = key[order]
-        if (full[1:] < full[:-1]).any():
-            _fix_collisions(order, full, packed)
-        np.not_equal(full[1:], full[:-1], out=first[1:])
-        starts = np.flatnonzero(first)
-        distinct_key = full[starts]
-    return order, first, starts, _score_of_key(distinct_key, negative)
+        distinct_key = key[order[starts]]
+    return order, first, edges, _score_of_key(distinct_key, negative)
 
 
 def _monotone_key(score: FloatArray) -> tuple[NDArray[np.uint64], bool]:
@@ -364,36 +380,33 @@ def _cell_counts(cells: CellArray, weight: FloatArray | None, k: int) -> FloatAr
     return out.T
 
 
-def _run_counts(label_sorted: NDArray[np.int8], starts: IntArray, k: int) -> tuple[FloatArray, FloatArray]:
+def _run_counts(label_sorted: NDArray[np.int8], edges: IntArray) -> tuple[FloatArray, FloatArray]:
     """Counts per distinct score and label, and their cumulative sums, from the sorted rows.
 
+    ``edges`` holds the sorted position of the first row of every distinct score, then n.
     Rows of label j before sorted position p are a running count of label j, read at the
-    first row of every distinct score: all in integers (exact, and far faster than a
-    float64 cumulative sum), written once into the two float64 results.
+    edges: all in integers (exact, and far faster than a float64 cumulative sum), written
+    once into the two float64 results.
     """
     n = label_sorted.shape[0]
-    edges = np.empty(k + 1, dtype=np.int64)  # sorted position of each run's first row, and n
-    edges[:k] = starts
-    edges[k] = n
-    counts = np.empty((3, k))  # returned transposed: (k, 3) with contiguous columns
-    cumulative = np.empty((k + 1, 3))  # C order: the complement of a group gathers its rows
-    labeled = np.zeros(k + 1, dtype=np.int64)
+    k = edges.shape[0] - 1
+    # zeros: the pages come zeroed from the kernel, so an absent label column costs nothing
+    counts = np.zeros((3, k))  # returned transposed: (k, 3) with contiguous columns
+    cumulative = np.zeros((k + 1, 3))  # C order: the complement of a group gathers its rows
     running = np.empty(n + 1, dtype=np.int32 if n < 2**31 else np.int64)
     running[0] = 0
+    negatives = edges
     for j in (POS, UNL):
         is_j = label_sorted == j
         if j == UNL and not is_j.any():
-            cumulative[:, UNL] = 0.0
-            counts[UNL] = 0.0
             continue
         np.cumsum(is_j, out=running[1:])
         below = running[edges]
         cumulative[:, j] = below
         np.subtract(below[1:], below[:-1], out=counts[j])
-        labeled += below
-    below = edges - labeled  # negatives: every row that is not of the other labels
-    cumulative[:, NEG] = below
-    np.subtract(below[1:], below[:-1], out=counts[NEG])
+        negatives = negatives - below  # every row that is not of the other labels
+    cumulative[:, NEG] = negatives
+    np.subtract(negatives[1:], negatives[:-1], out=counts[NEG])
     return counts.T, cumulative
 
 
@@ -402,12 +415,11 @@ def _sparse_counts(cell: CellArray, weight: FloatArray | None, rows: IntArray, k
     w = None if weight is None else weight[rows]
     if 3 * k <= 2 * sub.shape[0]:
         # Few distinct scores for the group's size: a dense count is cheaper than a sort.
-        dense = _cell_counts(sub, w, k)
-        occupied = dense[:, NEG] != 0
-        occupied |= dense[:, POS] != 0
-        occupied |= dense[:, UNL] != 0
-        ids = np.flatnonzero(occupied)
-        return GroupCounts(ids, _take_rows(dense, ids))
+        per_cell = np.bincount(sub, weights=w, minlength=3 * k).reshape(k, 3)
+        ids = np.flatnonzero(per_cell.any(axis=1))
+        counts = np.empty((3, ids.shape[0]))  # transposed: contiguous columns
+        counts[...] = per_cell[ids].T
+        return GroupCounts(ids, counts.T)
     if w is None:
         sub.sort()
         cells, sizes = _runs(sub)
@@ -462,14 +474,6 @@ def _collapse(ids: IntArray, counts: FloatArray) -> GroupCounts:
     return GroupCounts(ids_sorted[starts].astype(np.int64), summed)
 
 
-def _repeats(idx: IntArray) -> bool:
-    return bool(idx.size > 1 and (np.diff(idx) <= 0).any())
-
-
-def _add_rows(out: FloatArray, idx: IntArray, rows: FloatArray) -> None:
-    out[idx] += rows
-
-
 def _as_index(member: ArrayLike, n: int, name: str) -> IntArray:
     arr = np.asarray(member)
     if arr.shape != (n,):
@@ -482,13 +486,6 @@ def _as_index(member: ArrayLike, n: int, name: str) -> IntArray:
 def _zeros(k: int) -> FloatArray:
     """A (k, 3) array of zeros whose columns are contiguous (the kernels read columns)."""
     return np.zeros((3, k)).T
-
-
-def _take_rows(counts: FloatArray, ids: IntArray) -> FloatArray:
-    out = np.empty((3, ids.shape[0]))
-    for j in range(3):
-        out[j] = counts[ids, j]
-    return out.T
 
 
 def _column_sums(counts: FloatArray) -> FloatArray:
