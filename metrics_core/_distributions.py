@@ -15,7 +15,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from metrics_core.groups import Attribute
-from metrics_core.groupwise import Data, Undefined
+from metrics_core.groupwise import Data, Undefined, bootstrap_interval
+from metrics_core.intervals import basic_interval
 
 __all__ = [
     "as_mask",
@@ -127,7 +128,7 @@ def percentile_interval(
     alpha = (1 - level) / 2
     lo, hi = float(np.quantile(finite, alpha)), float(np.quantile(finite, 1 - alpha))
     if estimate is not None:
-        lo, hi = 2 * estimate - hi, 2 * estimate - lo
+        return basic_interval(estimate, lo, hi, bounds=bounds)
     return min(max(lo, bounds[0]), bounds[1]), min(max(hi, bounds[0]), bounds[1])
 
 
@@ -141,15 +142,7 @@ def row_bootstrap(
     """Basic bootstrap interval, rows resampled within the group and within the reference."""
 
     def interval(g: Data, r: Data, level: float) -> tuple[float, float]:
-        n_g, n_r = (len(next(iter(d.values()))) if d else 0 for d in (g, r))
-        if n_g == 0 or n_r == 0:
-            return math.nan, math.nan
-        rng = np.random.default_rng(seed)
-        stats = np.empty(n_resamples)
-        for b in range(n_resamples):
-            gi, ri = rng.integers(0, n_g, n_g), rng.integers(0, n_r, n_r)
-            g_b = {k: np.asarray(v)[gi] for k, v in g.items()}
-            stats[b] = or_nan(statistic, g_b, {k: np.asarray(v)[ri] for k, v in r.items()})
-        return percentile_interval(stats, level, estimate=or_nan(statistic, g, r), bounds=bounds)
+        lo, hi = bootstrap_interval(statistic, g, r, level=level, n_resamples=n_resamples, seed=seed)
+        return basic_interval(or_nan(statistic, g, r), lo, hi, bounds=bounds)
 
     return interval

@@ -12,7 +12,7 @@ from metrics_core._spec import MetricSpec
 from metrics_core.groups import REST, Attribute
 from metrics_core.groupwise import GroupPair
 
-__all__ = ["basic_interval", "check_rows", "distinct_groups", "label_coverage", "select_specs", "side_masks"]
+__all__ = ["check_rows", "distinct_groups", "label_coverage", "select_specs", "side_masks"]
 
 
 def select_specs(
@@ -89,23 +89,3 @@ def side_masks(
     if r.shape != (n,):
         raise ValueError(f"reference has shape {r.shape}, expected ({n},)")
     return g, r
-
-
-def basic_interval(
-    value: float, lo: float, hi: float, *, bounds: tuple[float, float] = (0.0, 1.0)
-) -> tuple[float, float]:
-    """The basic (reverse-percentile) bootstrap interval from percentile bounds ``lo, hi``.
-
-    For an estimate biased away from a boundary (a distance, a maximum gap), the resampled
-    values are shifted by about the bias: ``(2v - hi, 2v - lo)`` undoes the shift, where the
-    percentile interval doubles it (``docs/families/multiclass.md`` measures the difference).
-    Clipped to ``bounds``; NaN when the bootstrap gave no interval.
-
-    >>> basic_interval(0.10, 0.12, 0.20)  # resamples centred above the estimate
-    (0.0, 0.08000000000000002)
-    >>> basic_interval(0.10, float("nan"), float("nan"))
-    (nan, nan)
-    """
-    if not (math.isfinite(value) and math.isfinite(lo) and math.isfinite(hi)):
-        return math.nan, math.nan
-    return max(bounds[0], min(bounds[1], 2 * value - hi)), max(bounds[0], min(bounds[1], 2 * value - lo))

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["FairRange", "Family", "Input", "IntervalMethod", "MetricSpec"]
+__all__ = ["FairRange", "Family", "Input", "IntervalMethod", "MetricSpec", "groupwise_spec"]
 
 Family = Literal[
     "classification", "ranking", "model", "multiclass", "regression", "recommender", "clustering", "text"
@@ -87,3 +87,30 @@ class MetricSpec:
     @property
     def informational(self) -> bool:
         return self.fair_range is None
+
+
+def groupwise_spec(
+    family: Family,
+    name: str,
+    level: str,
+    requires: frozenset[str],
+    ideal: float | None,
+    fair_range: FairRange | None,
+    source: str,
+    meaning: str,
+    formula: str,
+) -> MetricSpec:
+    """A task-family metric: bootstrap interval per group, none at model level."""
+    return MetricSpec(
+        name,
+        family,
+        "group" if level == "group" else "model",
+        requires,
+        ideal,
+        fair_range,
+        source,
+        "bootstrap" if level == "group" else "none",
+        meaning,
+        formula,
+        "groupwise",
+    )

@@ -11,6 +11,7 @@ follow holisticai's code; every departure is listed in ``docs/families/clusterin
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 
@@ -28,7 +29,7 @@ from metrics_core._distributions import (
     total_variation_counts,
 )
 from metrics_core._results import Report
-from metrics_core._spec import FairRange, MetricSpec
+from metrics_core._spec import FairRange, MetricSpec, groupwise_spec
 from metrics_core.groups import REST, Attribute
 from metrics_core.groupwise import Data, GroupMetric, GroupPair, ModelMetric, Undefined, evaluate_groupwise
 
@@ -55,29 +56,7 @@ _GEOMETRY = frozenset({"cluster", "features"})
 _PER_CLUSTER = "rows per cluster of the window on the smaller side"
 
 
-def _spec(
-    name: str,
-    level: str,
-    requires: frozenset[str],
-    ideal: float | None,
-    fair_range: FairRange | None,
-    source: str,
-    meaning: str,
-    formula: str,
-) -> MetricSpec:
-    return MetricSpec(
-        name,
-        "clustering",
-        "group" if level == "group" else "model",
-        requires,
-        ideal,
-        fair_range,
-        source,
-        "bootstrap" if level == "group" else "none",
-        meaning,
-        formula,
-        "groupwise",
-    )
+_spec = functools.partial(groupwise_spec, "clustering")
 
 
 SPECS: list[MetricSpec] = [

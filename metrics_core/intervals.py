@@ -15,6 +15,7 @@ Methods (``metrics.md`` section 5):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Literal
 
@@ -27,6 +28,7 @@ from metrics_core._validation import check_level
 __all__ = [
     "STATES",
     "State",
+    "basic_interval",
     "bonferroni_level",
     "judge",
     "katz_log_interval",
@@ -203,6 +205,26 @@ def poisson_bootstrap_interval(
         else:
             lo = hi = np.full(stats.shape[1:], np.nan)
     return np.where(enough, lo, np.nan), np.where(enough, hi, np.nan)
+
+
+def basic_interval(
+    value: float, lo: float, hi: float, *, bounds: tuple[float, float] = (0.0, 1.0)
+) -> tuple[float, float]:
+    """The basic (reverse-percentile) bootstrap interval from percentile bounds ``lo, hi``.
+
+    For an estimate biased away from a boundary (a distance, a maximum gap), the resampled
+    values are shifted by about the bias: ``(2v - hi, 2v - lo)`` undoes the shift, where the
+    percentile interval doubles it (``docs/families/multiclass.md`` measures the difference).
+    Clipped to ``bounds``; NaN when the bootstrap gave no interval.
+
+    >>> basic_interval(0.10, 0.12, 0.20)  # resamples centred above the estimate
+    (0.0, 0.08000000000000002)
+    >>> basic_interval(0.10, float("nan"), float("nan"))
+    (nan, nan)
+    """
+    if not (math.isfinite(value) and math.isfinite(lo) and math.isfinite(hi)):
+        return math.nan, math.nan
+    return max(bounds[0], min(bounds[1], 2 * value - hi)), max(bounds[0], min(bounds[1], 2 * value - lo))
 
 
 def judge(

@@ -32,7 +32,6 @@ from numpy.typing import ArrayLike, NDArray
 
 from metrics_core import _multiclass_kernels as mk
 from metrics_core._family import (
-    basic_interval,
     check_rows,
     distinct_groups,
     label_coverage,
@@ -52,7 +51,7 @@ from metrics_core.groupwise import (
     Undefined,
     evaluate_groupwise,
 )
-from metrics_core.intervals import poisson_bootstrap_interval
+from metrics_core.intervals import basic_interval, poisson_bootstrap_interval
 
 __all__ = [
     "INPUTS",

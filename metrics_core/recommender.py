@@ -20,6 +20,7 @@ every departure is listed in ``docs/families/recommender.md``.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 
@@ -50,7 +51,7 @@ from metrics_core._recommender_metrics import (
     recommender_mean_score_difference,
 )
 from metrics_core._results import Report
-from metrics_core._spec import FairRange, MetricSpec
+from metrics_core._spec import FairRange, MetricSpec, groupwise_spec
 from metrics_core.groups import Attribute
 from metrics_core.groupwise import Data, GroupMetric, GroupPair, ModelMetric, evaluate_groupwise
 
@@ -87,29 +88,7 @@ _INFO = "informational (metrics.md section 4): no meaningful fair range"
 _ITEMS = frozenset({"user", "item"})
 
 
-def _spec(
-    name: str,
-    level: str,
-    requires: frozenset[str],
-    ideal: float | None,
-    fair_range: FairRange | None,
-    source: str,
-    meaning: str,
-    formula: str,
-) -> MetricSpec:
-    return MetricSpec(
-        name,
-        "recommender",
-        "group" if level == "group" else "model",
-        requires,
-        ideal,
-        fair_range,
-        source,
-        "bootstrap" if level == "group" else "none",
-        meaning,
-        formula,
-        "groupwise",
-    )
+_spec = functools.partial(groupwise_spec, "recommender")
 
 
 SPECS: list[MetricSpec] = [

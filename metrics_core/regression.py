@@ -30,14 +30,14 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from metrics_core import _regression_kernels as k
-from metrics_core._family import basic_interval, check_rows, label_coverage, select_specs, side_masks
+from metrics_core._family import check_rows, label_coverage, select_specs, side_masks
 from metrics_core._regression_kernels import NO_DI_GRID
 from metrics_core._regression_specs import QUANTILES, SPECS
 from metrics_core._results import Report
 from metrics_core._validation import as_scores
 from metrics_core.groups import Attribute
 from metrics_core.groupwise import Data, GroupMetric, Undefined, bootstrap_interval, evaluate_groupwise
-from metrics_core.intervals import katz_log_interval, newcombe_interval, normal_interval
+from metrics_core.intervals import basic_interval, katz_log_interval, newcombe_interval, normal_interval
 
 __all__ = [
     "DEFAULT_NO_DI_BOUNDS",
