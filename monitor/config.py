@@ -121,12 +121,24 @@ class ColumnsConfig(_Strict):
     text: str | None = None  # text: the generated completion
 
 
+class LabelColumnsConfig(_Strict):
+    """Columns of a label source: the prediction id, the label, and (optionally) when it arrived."""
+
+    id: str = "id"
+    label: str = "label"
+    timestamp: str | None = None
+
+
 class LabelsConfig(_Strict):
-    """Labels that arrive later in their own table or files, joined on the prediction id."""
+    """Labels that arrive later in their own table or files, joined on the prediction id.
+
+    ``join_on`` names the prediction log's column holding the id (default: ``columns.id``);
+    ``columns.id`` names the label source's.
+    """
 
     source: SourceConfig
-    join_on: str = "id"
-    columns: dict[str, str] = Field(default_factory=lambda: {"id": "id", "label": "label"})
+    join_on: str | None = None
+    columns: LabelColumnsConfig = Field(default_factory=LabelColumnsConfig)
 
 
 class GroupConfig(_Strict):

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 import metrics_core as mc
-from monitor.config import GroupConfig, ModelConfig, Settings
+from monitor.config import TASK_COLUMNS, GroupConfig, ModelConfig, Settings
 from monitor.errors import SourceError
 from monitor.results import GroupStats, ModelEvaluation, WindowResult
 from monitor.sources import Batch, Source, build_source
@@ -55,9 +55,12 @@ def clean_rows(frame: pd.DataFrame, model: ModelConfig) -> tuple[pd.DataFrame, C
     - label not a number in [0, 1]: ``label_invalid`` (a missing label is not bad: it has
       not arrived yet); probability labels (Jigsaw's ``target``) are binarised at >= 0.5.
     """
+    model = _columns_for_frame(model, frame)
     cols = model.columns
     rejected: Counter[str] = Counter()
     needed = [c for c in _task_columns(model) if c]
+    if cols.model:
+        needed.append(cols.model)  # a missing model column must not silently mix every model's rows
     needed += [c for g in model.groups for c in _group_columns(g)]
     missing = [c for c in dict.fromkeys(needed) if c not in frame.columns]
     if missing and frame.empty:
@@ -112,21 +115,55 @@ def clean_rows(frame: pd.DataFrame, model: ModelConfig) -> tuple[pd.DataFrame, C
     return out.loc[keep].reset_index(drop=True), rejected
 
 
+def _id_text(values: pd.Series) -> pd.Series:
+    """Ids as text, so that 17, 17.0 (an integer column with a NULL) and "17" join; missing stays NA."""
+
+    def text(v: object) -> str | None:
+        if v is None or (isinstance(v, float) and v != v):
+            return None
+        if isinstance(v, float) and v.is_integer():
+            return str(int(v))
+        return str(v)
+
+    return values.astype(object).map(text).astype("string")
+
+
+#: The columns each task reads (binary: score, prediction, label).
+_TASK_READS: dict[str, tuple[str, ...]] = {
+    "binary": ("score", "prediction", "label"),
+    "multiclass": ("prediction", "label"),
+    "regression": ("score", "label"),
+    "recommender": ("user", "item", "rank", "score", "label"),
+    "clustering": ("cluster",),
+    "text": ("text",),
+}
+
+
+def _columns_for_frame(model: ModelConfig, frame: pd.DataFrame) -> ModelConfig:
+    """Drop the columns a task does not read, and optional defaults (``score``, ``label``) the log lacks.
+
+    A multiclass config written without ``score: null`` must not require a ``score`` column it
+    never reads; a column the user named explicitly stays required.
+    """
+    if model.task == "binary":
+        return model
+    cols = model.columns
+    reads = _TASK_READS[model.task]
+    update: dict[str, None] = {}
+    for name in ("score", "prediction", "label"):
+        value = getattr(cols, name)
+        if value is None:
+            continue
+        unread = name not in reads
+        absent_default = name not in cols.model_fields_set and name not in TASK_COLUMNS[model.task]
+        if unread or (absent_default and value not in frame.columns):
+            update[name] = None
+    return model.model_copy(update={"columns": cols.model_copy(update=update)}) if update else model
+
+
 def _task_columns(model: ModelConfig) -> list[str | None]:
     cols = model.columns
-    if model.task == "binary":
-        return [cols.score, cols.prediction, cols.label]
-    return [
-        cols.score,
-        cols.prediction,
-        cols.label,
-        cols.user,
-        cols.item,
-        cols.rank,
-        cols.cluster,
-        cols.text,
-        *cols.features,
-    ]
+    return [getattr(cols, name) for name in _TASK_READS[model.task]] + list(cols.features)
 
 
 def _labeled(frame: pd.DataFrame) -> np.ndarray:
@@ -134,6 +171,17 @@ def _labeled(frame: pd.DataFrame) -> np.ndarray:
         if column in frame.columns:
             return frame[column].notna().to_numpy()
     return np.zeros(len(frame), dtype=bool)
+
+
+def _group_values(values: pd.Series) -> np.ndarray:
+    """Categorical values with missing ones as None; a non-scalar cell (a JSON list) counts as missing."""
+
+    def scalar(v: object) -> object:
+        if v is None or isinstance(v, list | tuple | dict | set | np.ndarray):
+            return None
+        return None if isinstance(v, float) and v != v else v
+
+    return np.array([scalar(v) for v in values.astype(object)], dtype=object)
 
 
 def _group_columns(g: GroupConfig) -> list[str]:
@@ -209,22 +257,23 @@ class Evaluator:
         assert labels_cfg is not None
         # only labels that have arrived by `end` (a label table with arrival times is read up to now)
         lab = self.label_source.read(start, end)
-        id_col = labels_cfg.columns.get("id", "id")
-        label_col = labels_cfg.columns.get("label", "label")
+        id_col, label_col = labels_cfg.columns.id, labels_cfg.columns.label
         missing = [c for c in (id_col, label_col) if c not in lab.frame.columns]
         if missing:
             raise SourceError(f"label source: column(s) {missing} missing; it has {list(lab.frame.columns)}")
-        # the latest label of an id wins (a relabel replaces the first judgement)
-        labels = lab.frame[[id_col, label_col]].drop_duplicates(id_col, keep="last")
-        labels = labels.rename(columns={id_col: "__label_id", label_col: "__joined_label"})
+        labels = lab.frame
+        if labels_cfg.columns.timestamp is not None:
+            # the latest label of an id wins (a relabel replaces the first judgement): order by arrival
+            labels = labels.sort_values(labels_cfg.columns.timestamp, kind="stable")
+        labels = labels.assign(__join_key=_id_text(labels[id_col]))
+        labels = labels.dropna(subset=["__join_key"]).drop_duplicates("__join_key", keep="last")
+        labels = labels[["__join_key", label_col]].rename(columns={label_col: "__joined_label"})
         frame = batch.frame
-        pred_id = self.model.columns.id
+        pred_id = labels_cfg.join_on or self.model.columns.id
         if pred_id not in frame.columns:
             raise SourceError(f"column {pred_id!r} (the prediction id to join labels on) is missing")
-        # join on the id as text: ids logged as 17 in one place and "17" in another still match
-        frame = frame.assign(__join_key=frame[pred_id].astype("string"))
-        labels = labels.assign(__join_key=labels["__label_id"].astype("string"))
-        merged = frame.merge(labels[["__join_key", "__joined_label"]], on="__join_key", how="left")
+        frame = frame.assign(__join_key=_id_text(frame[pred_id]))
+        merged = frame.merge(labels, on="__join_key", how="left")
         label_name = self.model.columns.label or "label"
         if label_name in merged.columns:
             merged[label_name] = merged[label_name].where(
@@ -239,9 +288,17 @@ class Evaluator:
     def _window(self, frame: pd.DataFrame, span: _Span) -> WindowResult:
         ts = frame[TS]
         outcome = frame.loc[((ts >= span.start) & (ts < span.end)).to_numpy()]
-        labeled = frame.loc[((ts >= span.label_start) & (ts < span.label_end)).to_numpy()]
         same = span.start == span.label_start and span.end == span.label_end
+        labeled = (
+            outcome if same else frame.loc[((ts >= span.label_start) & (ts < span.label_end)).to_numpy()]
+        )
         specs = self._specs()
+        if self.model.task != "binary":
+            # optional inputs (labels, scores, features) the log does not have: their metrics are skipped
+            available = {c.removeprefix(PREFIX) for c in frame.columns if c.startswith(PREFIX)}
+            available |= {"features"} if any(c.startswith("features") for c in available) else set()
+            inputs = set(family_module(self.model.task).INPUTS)
+            specs = [s for s in specs if (s.requires & inputs) <= available]
         outcome_specs = [s.name for s in specs if "y_true" not in s.requires]
         label_specs = [s.name for s in specs if "y_true" in s.requires]
 
@@ -257,7 +314,7 @@ class Evaluator:
             lab_report, _ = self._report(labeled, label_specs, n_alerting)
             values += lab_report.values
             model_values += lab_report.model
-        groups = self._group_stats(outcome, out_attrs)
+        groups = self._group_stats(outcome, labeled, out_attrs)
         dropped = {a.name: len(a.dropped) for a in out_attrs if a.dropped}
         missing = {a.name: a.n_missing for a in out_attrs if a.n_missing}
         n_labeled = int(_labeled(labeled).sum())
@@ -274,6 +331,7 @@ class Evaluator:
             n_labeled=n_labeled,
             dropped_groups=MappingProxyType(dropped),
             missing_group_rows=MappingProxyType(missing),
+            n_label_rows=len(labeled),
         )
 
     def _specs(self) -> list[mc.MetricSpec]:
@@ -304,13 +362,11 @@ class Evaluator:
                 }
                 attr = mc.indicator_attribute(g.attribute, cols, threshold=g.threshold, min_size=g.min_size)
             elif g.kind == "categorical":
-                values = frame[g.column].astype(object).where(frame[g.column].notna(), None).to_numpy()
+                values = _group_values(frame[g.column])
                 ref = g.reference if isinstance(g.reference, str) else "&".join(g.reference)
                 attr = mc.categorical_attribute(g.attribute, values, reference=ref, min_size=g.min_size)
             else:
-                cols = {
-                    c: frame[c].astype(object).where(frame[c].notna(), None).to_numpy() for c in g.columns
-                }
+                cols = {c: _group_values(frame[c]) for c in g.columns}
                 attr = mc.intersection_attribute(cols, reference=g.reference, min_size=g.min_size)
                 attr = _renamed(attr, g.attribute)
             attrs.append(_capped(attr, self.model.max_groups))
@@ -320,26 +376,26 @@ class Evaluator:
         self, frame: pd.DataFrame, metrics: Sequence[str], n_alerting: int
     ) -> tuple[mc.Report, list[mc.Attribute]]:
         attrs = self._attributes(frame)
+        comparisons = [c for a in attrs for c in a.comparisons]
+        level = self.confidence
+        if self.adjust == "bonferroni":
+            level = mc.bonferroni_level(level, max(1, n_alerting * max(1, len(comparisons))))
         if self.model.task != "binary":
             report = evaluate_task(
                 self.model.task,
                 task_data(frame, self.model),
                 attrs,
                 metrics=metrics,
-                confidence=self.confidence,
+                confidence=level,
                 fair_ranges=self.model.fair_ranges,
                 min_samples=self.model.min_samples,
                 options=self.options,
             )
             return report, attrs
-        comparisons = [c for a in attrs for c in a.comparisons]
         has_scores = self.model.columns.score is not None
         y_score = frame[SCORE].to_numpy() if has_scores else frame[PRED].to_numpy()
         threshold = self.model.threshold if has_scores else 0.5
         table = mc.table_for(y_score, frame[LABEL].to_numpy(), attrs)
-        level = self.confidence
-        if self.adjust == "bonferroni":
-            level = mc.bonferroni_level(level, max(1, n_alerting * max(1, len(comparisons))))
         report = mc.evaluate(
             table,
             comparisons,
@@ -352,16 +408,28 @@ class Evaluator:
         )
         return report, attrs
 
-    def _group_stats(self, outcome: pd.DataFrame, attrs: list[mc.Attribute]) -> list[GroupStats]:
-        """Rows and labeled rows per group in the outcome window (label coverage)."""
+    def _group_stats(
+        self, outcome: pd.DataFrame, labeled: pd.DataFrame, attrs: list[mc.Attribute]
+    ) -> list[GroupStats]:
+        """Group sizes in the outcome window; label coverage in the label window (behind label metrics)."""
+        label_attrs = {a.name: a for a in self._attributes(labeled)} if labeled is not outcome else {}
+        has_label = _labeled(labeled)
         stats = []
-        has_label = _labeled(outcome)
         for a in attrs:
+            la = label_attrs.get(a.name, a)
             for c in a.comparisons:
-                mask = np.asarray(a.masks[c.key])
+                size = int(np.asarray(a.masks[c.key]).sum())
+                in_label = (
+                    np.asarray(la.masks[c.key]) if c.key in la.masks else np.zeros(len(labeled), dtype=bool)
+                )
                 stats.append(
                     GroupStats(
-                        c.attribute, c.group, c.reference, int(mask.sum()), int((mask & has_label).sum())
+                        c.attribute,
+                        c.group,
+                        c.reference,
+                        size,
+                        int((in_label & has_label).sum()),
+                        int(in_label.sum()),
                     )
                 )
         return stats
@@ -417,7 +485,7 @@ def _evaluator(
     label_source = None
     if model.labels is not None:
         label_source = build_source(
-            model.labels.source, timestamp_column=model.labels.columns.get("timestamp"), memory=memory
+            model.labels.source, timestamp_column=model.labels.columns.timestamp, memory=memory
         )
     return Evaluator(
         model,

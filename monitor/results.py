@@ -21,10 +21,13 @@ class GroupStats:
     reference: str
     n_rows: int
     n_labeled: int
+    n_label_rows: int | None = None  # rows of the label window (None: the same window)
 
     @property
     def label_coverage(self) -> float:
-        return self.n_labeled / self.n_rows if self.n_rows else float("nan")
+        """Share of the label window's rows that have their label (the data behind label metrics)."""
+        rows = self.n_rows if self.n_label_rows is None else self.n_label_rows
+        return self.n_labeled / rows if rows else float("nan")
 
 
 @dataclass(frozen=True)
@@ -45,13 +48,16 @@ class WindowResult:
     model_values: tuple[ModelValue, ...]
     groups: tuple[GroupStats, ...]
     n_rows: int
-    n_labeled: int
+    n_labeled: int  # labeled rows of the label window
     dropped_groups: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     missing_group_rows: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    n_label_rows: int | None = None  # rows of the label window (None: the same window)
 
     @property
     def label_coverage(self) -> float:
-        return self.n_labeled / self.n_rows if self.n_rows else float("nan")
+        """Share of the label window's rows that have their label."""
+        rows = self.n_rows if self.n_label_rows is None else self.n_label_rows
+        return self.n_labeled / rows if rows else float("nan")
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
+from metrics_core import get_metric
 from monitor.results import ModelEvaluation
 
 __all__ = ["evaluation_rows", "finite_or_none", "model_value_rows"]
@@ -22,6 +23,13 @@ def finite_or_none(x: float) -> float | None:
 
 def _iso(t: datetime) -> str:
     return t.isoformat().replace("+00:00", "Z")
+
+
+def _needs_labels(metric: str) -> bool:
+    try:
+        return "y_true" in get_metric(metric).requires
+    except ValueError:  # a metric unknown to this build (an older snapshot): keep the outcome window
+        return False
 
 
 def evaluation_rows(evaluations: Iterable[ModelEvaluation]) -> list[dict[str, Any]]:
@@ -48,8 +56,9 @@ def evaluation_rows(evaluations: Iterable[ModelEvaluation]) -> list[dict[str, An
                         "n_reference": int(v.n_reference),
                         "support": finite_or_none(v.support),
                         "reason": v.reason,
-                        "window_start": _iso(w.start),
-                        "window_end": _iso(w.end),
+                        # label-based metrics are computed on the window shifted back by label_delay
+                        "window_start": _iso(w.label_start if _needs_labels(v.metric) else w.start),
+                        "window_end": _iso(w.label_end if _needs_labels(v.metric) else w.end),
                         "evaluated_at": _iso(ev.evaluated_at),
                     }
                 )

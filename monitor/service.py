@@ -45,6 +45,7 @@ class Monitor:
         self._alerts: dict[str, tuple[ActiveAlert, ...]] = {}
         self._sent: Counter[str] = Counter()
         self._delivery_failures: Counter[str] = Counter()
+        self._unresolved: dict[str, tuple[ActiveAlert, ...]] = {}  # resolves a sink has not received yet
         self._snapshot = Snapshot(
             models=MappingProxyType(
                 {
@@ -117,14 +118,24 @@ class Monitor:
             self._swap({name: status})
 
     def _deliver(self, firing: Sequence[ActiveAlert], resolved: Sequence[ActiveAlert], now: object) -> None:
-        if not firing and not resolved:
-            return
+        """Push to every sink; a resolve a sink missed is queued and re-sent until it is delivered.
+
+        Firing alerts need no queue: they are re-sent at every evaluation anyway.
+        """
         for notifier in self.notifiers:
+            with self._lock:
+                owed = self._unresolved.pop(notifier.name, ())
+            pending = (*owed, *resolved)
+            if not firing and not pending:
+                continue
             try:
-                notifier.send(firing, resolved, now)  # type: ignore[arg-type]
-                self._sent[notifier.name] += len(firing) + len(resolved)
+                notifier.send(firing, pending, now)  # type: ignore[arg-type]
+                with self._lock:
+                    self._sent[notifier.name] += len(firing) + len(pending)
             except AlertDeliveryError as exc:
-                self._delivery_failures[notifier.name] += 1
+                with self._lock:
+                    self._delivery_failures[notifier.name] += 1
+                    self._unresolved[notifier.name] = pending
                 log.warning("alert delivery to %s failed: %s", notifier.name, exc)
 
     def _swap(self, changed: Mapping[str, ModelStatus]) -> None:
