@@ -173,3 +173,57 @@ def test_prediction_only_model_skips_ranking_metrics() -> None:
     )
     metrics = {v.metric for v in ev.windows[0].values}
     assert "disparate_impact" in metrics and "bpsn_auc" not in metrics
+
+
+def test_join_on_names_the_prediction_column_and_float_ids_still_join() -> None:
+    frame = make_log(400).rename(columns={"id": "request_id"})
+    labels = pd.DataFrame(
+        {"id": frame["request_id"].astype(str), "label": frame["label"], "labeled_at": frame["ts"]}
+    )
+    frame = frame.drop(columns=["label"])
+    frame["request_id"] = frame["request_id"].astype(
+        "float64"
+    )  # an integer column with a NULL reads as float
+    frame.loc[0, "request_id"] = np.nan
+    ev = evaluate(
+        frame,
+        labels,
+        columns={"id": "pid", "timestamp": "ts", "score": "score", "label": "label"},
+        labels={
+            "source": {"kind": "memory", "name": "labels"},
+            "join_on": "request_id",
+            "columns": {"id": "id", "label": "label", "timestamp": "labeled_at"},
+        },
+        windows=[{"name": "all", "length": "5h"}],
+    )
+    assert ev.windows[0].n_labeled == 399  # every row but the one without an id
+
+
+def test_label_coverage_is_measured_on_the_label_window() -> None:
+    frame = make_log()
+    ts = pd.to_datetime(frame["ts"], utc=True)
+    frame.loc[ts >= NOW - timedelta(hours=1), "label"] = np.nan  # the last hour has no labels yet
+    ev = evaluate(frame, label_delay="1h")
+    w = ev.windows[0]
+    assert w.label_coverage == pytest.approx(1.0)  # the shifted window is fully labeled
+    assert all(g.label_coverage == pytest.approx(1.0) for g in w.groups)
+    assert w.n_label_rows == len(in_window(frame, NOW - timedelta(hours=2), NOW - timedelta(hours=1)))
+
+
+def test_multiclass_config_needs_no_score_column() -> None:
+    frame = make_log().drop(columns=["score", "label"])
+    frame["action"] = np.where(frame["g"] >= 0.5, "remove", "allow")
+    ev = evaluate(
+        frame,
+        task="multiclass",
+        columns={"id": "id", "timestamp": "ts", "prediction": "action"},
+        metrics=["multiclass_statistical_parity"],
+    )
+    assert {v.metric for v in ev.windows[0].values} == {"multiclass_statistical_parity"}
+
+
+def test_a_list_in_a_group_column_counts_as_missing() -> None:
+    frame = make_log(300).astype({"race": object})
+    frame.at[3, "race"] = ["a"]
+    ev = evaluate(frame, windows=[{"name": "all", "length": "5h"}])
+    assert ev.windows[0].missing_group_rows == {"race": 1}

@@ -123,3 +123,18 @@ def test_delivery_failure_is_counted_not_fatal() -> None:
     snap = monitor.snapshot()
     assert snap.alert_delivery_failures_total.get("recording", 0) >= 1
     assert snap.models["tox"].last_evaluation is not None
+
+
+def test_a_resolve_missed_by_a_sink_is_sent_again() -> None:
+    frame = drifting_log()
+    monitor, clock, recorder, _ = make_monitor({"tox": frame}, for_="0s")
+    clock.set(T0 + timedelta(hours=5))
+    monitor.run_model("tox")
+    assert monitor.snapshot().alerts
+    frame.loc[:, "score"] = 1 / (1 + np.exp(-(-1.5 + 3 * frame["label"])))
+    recorder.failing = True
+    tick(monitor, clock)  # resolves now, but the sink is down
+    recorder.failing = False
+    tick(monitor, clock)
+    assert recorder.calls[-1].resolved, "the missed resolve is delivered once the sink is back"
+    assert not recorder.calls[-2].firing
