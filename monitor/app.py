@@ -15,7 +15,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_MISSED, JobExecutionEvent
+from apscheduler.events import (
+    EVENT_JOB_ERROR,
+    EVENT_JOB_MAX_INSTANCES,
+    EVENT_JOB_MISSED,
+    JobExecutionEvent,
+    JobSubmissionEvent,
+)
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
 from prometheus_client import CollectorRegistry
@@ -120,20 +126,23 @@ def build_app(
     if notifiers is None:
         notifiers = build_notifiers(settings.alerts, resend_seconds=resend, logger=log)
     monitor = Monitor(evaluators, tracker=tracker, notifiers=notifiers, clock=clock)
-    registry = CollectorRegistry(auto_describe=False)
+    # the collector describes nothing up front, so /metrics?name[]= filters need this flag
+    registry = CollectorRegistry(auto_describe=False, support_collectors_without_names=True)
     registry.register(SnapshotCollector(monitor.snapshot, version=__version__))
     scheduler = BackgroundScheduler(
         executors={"default": ThreadPoolExecutor(max_workers=max(2, min(8, len(settings.models))))},
         timezone=UTC,
     )
 
-    def on_job_event(event: JobExecutionEvent) -> None:
+    def on_job_event(event: JobExecutionEvent | JobSubmissionEvent) -> None:
         # run_model catches evaluation errors itself; this counts what escapes it and missed runs
         monitor.record_job_error()
-        if event.exception is not None:
+        if getattr(event, "exception", None) is not None:
             log.error("job %s crashed: %s", event.job_id, event.exception)
+        elif event.code == EVENT_JOB_MAX_INSTANCES:
+            log.warning("job %s skipped a run: the previous evaluation is still running", event.job_id)
         else:
             log.warning("job %s missed its run time", event.job_id)
 
-    scheduler.add_listener(on_job_event, EVENT_JOB_ERROR | EVENT_JOB_MISSED)
+    scheduler.add_listener(on_job_event, EVENT_JOB_ERROR | EVENT_JOB_MISSED | EVENT_JOB_MAX_INSTANCES)
     return App(settings, monitor, registry, scheduler, clock)

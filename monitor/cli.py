@@ -33,6 +33,8 @@ _STATE_STYLE = {"ok": "green", "inconclusive": "yellow", "violation": "bold red"
 def _parse_time(text: str) -> datetime:
     try:
         t = datetime.fromtimestamp(float(text), tz=UTC)
+    except (OverflowError, OSError):
+        raise argparse.ArgumentTypeError(f"time out of range: {text!r}") from None
     except ValueError:
         try:
             t = datetime.fromisoformat(text.replace("Z", "+00:00"))
@@ -133,6 +135,11 @@ def _evaluate(args: argparse.Namespace, console: Console) -> list[Any]:
         args.end = datetime.now(UTC)
     status = console.status("evaluating", spinner="dots")
     evaluations = []
+    unknown = sorted(set(args.model or ()) - {m.name for m in settings.models})
+    if unknown:  # a typo must not turn `fairwatch check` into a passing gate
+        raise ConfigError(f"--model: no model named {', '.join(unknown)} in {args.config}")
+    if args.start is not None and args.end is not None and args.start >= args.end:
+        raise ConfigError(f"--start {args.start.isoformat()} must be before --end {args.end.isoformat()}")
     with status:
         evaluators = build_evaluators(settings, progress=lambda msg: status.update(msg))
         for name, ev in evaluators.items():

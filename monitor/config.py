@@ -8,6 +8,8 @@ Secret), never in the file. Durations are written ``90s``, ``5m``, ``24h``, ``7d
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import math
 import os
 import re
@@ -249,6 +251,14 @@ class ModelConfig(_Strict):
             raise ValueError(f"task {self.task} needs columns: {', '.join(missing)}")
         if self.task == "recommender" and not (self.columns.rank or self.columns.score):
             raise ValueError("task recommender needs columns: rank or score")
+        if self.options:
+            allowed = _task_options(self.task)
+            unknown = sorted(set(self.options) - allowed)
+            if unknown:
+                raise ValueError(
+                    f"options {unknown} are not options of task {self.task}; "
+                    f"its options are: {', '.join(sorted(allowed)) or 'none'}"
+                )
         if self.metrics is not None:
             wrong = [m for m in self.metrics if _family_of(m) not in _TASK_FAMILIES[self.task]]
             if wrong:
@@ -267,6 +277,21 @@ _TASK_FAMILIES: dict[str, tuple[str, ...]] = {
     "clustering": ("clustering",),
     "text": ("text",),
 }
+
+
+def _task_options(task: str) -> set[str]:
+    """Keyword options the task's family ``evaluate`` accepts (text also takes ``<name>_file`` forms)."""
+    if task == "binary":
+        return set()
+    evaluate = importlib.import_module(f"metrics_core.{task}").evaluate
+    params = inspect.signature(evaluate).parameters.values()
+    names = {p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    names -= {"metrics", "confidence", "fair_ranges", "min_samples"}
+    if task == "text":
+        names |= {f"{n}_file" for n in ("lexicon", "word_lists", "targets", "weat_sets", "embeddings")}
+    # options the families take through **options
+    names |= {"multiclass": {"classes"}, "regression": {"no_disparate_impact_bounds"}}.get(task, set())
+    return names
 
 
 def _family_of(metric: str) -> str:

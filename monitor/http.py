@@ -1,6 +1,6 @@
 """The HTTP surface: a WSGI app and a small threaded server to run it.
 
-Routes (GET only; other methods get 405, unknown paths 404):
+Routes (GET and HEAD; other methods get 405, unknown paths 404):
 
 - ``/metrics``: prometheus_client's own WSGI app (text or OpenMetrics by ``Accept``,
   gzip by ``Accept-Encoding``), with the rendered bytes cached per snapshot;
@@ -31,6 +31,7 @@ from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 from prometheus_client import CollectorRegistry, make_wsgi_app
 
 from metrics_core import STATES
+from monitor.errors import ConfigError
 from monitor.results import WindowResult
 from monitor.serialize import evaluation_rows, finite_or_none, model_value_rows
 from monitor.snapshot import ActiveAlert, ModelStatus, Snapshot
@@ -99,10 +100,20 @@ def make_app(
         route = routes.get(environ.get("PATH_INFO") or "/")
         if route is None:
             return _respond(start_response, "404 Not Found", b"not found\n", _TEXT)
-        if environ["REQUEST_METHOD"] != "GET":
+        method = environ["REQUEST_METHOD"]
+        if method not in ("GET", "HEAD"):
             return _respond(
-                start_response, "405 Method Not Allowed", b"method not allowed\n", _TEXT, [("Allow", "GET")]
+                start_response,
+                "405 Method Not Allowed",
+                b"method not allowed\n",
+                _TEXT,
+                [("Allow", "GET, HEAD")],
             )
+        if method == "HEAD":  # answered as GET, without the body (prometheus_client's app knows only GET)
+            body = route({**environ, "REQUEST_METHOD": "GET"}, start_response)
+            if hasattr(body, "close"):
+                body.close()
+            return []
         return route(environ, start_response)
 
     return app
@@ -385,7 +396,10 @@ def serve(app: WSGIApplication, host: str, port: int) -> ServerHandle:
     class Server(_ThreadingWSGIServer):
         address_family = family  # IPv6 hosts need AF_INET6
 
-    server = make_server(host, port, app, server_class=Server, handler_class=_QuietHandler)
+    try:
+        server = make_server(host, port, app, server_class=Server, handler_class=_QuietHandler)
+    except OSError as exc:
+        raise ConfigError(f"server: cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
     # shutdown() waits for the next poll: 0.1 s keeps stopping quick at ten wake-ups a second.
     thread = threading.Thread(
         target=server.serve_forever, kwargs={"poll_interval": 0.1}, name="fairwatch-http", daemon=True

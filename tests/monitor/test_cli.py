@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -105,3 +106,14 @@ def test_table_output_is_readable(
     )
     out = capsys.readouterr().out
     assert "bpsn_auc" in out and "muslim" in out and "label coverage" in out
+
+
+def test_check_refuses_an_unknown_model(demo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", "--config", str(demo), "--model", "toxicty"]) == 2
+    assert "no model named toxicty" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args", [["--start", "2026-11-02", "--end", "2026-11-01"], ["--start", "inf"]])
+def test_bad_time_range_is_an_error_not_a_traceback(demo: Path, args: list[str]) -> None:
+    with pytest.raises(SystemExit) if args == ["--start", "inf"] else nullcontext():
+        assert main(["evaluate", "--config", str(demo), *args]) == 2

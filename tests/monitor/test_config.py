@@ -168,3 +168,17 @@ def test_unreadable_task_file_names_the_option(tmp_path: Path) -> None:
 
     with pytest.raises(ConfigError, match=r"options\.lexicon_file"):
         load_task_options("text", {"lexicon_file": str(tmp_path / "missing.txt")})
+
+
+def test_unknown_task_option_is_named(tmp_path: Path) -> None:
+    text = """\
+models:
+  - name: recs
+    task: recommender
+    options: {topk: 5}
+    source: {kind: sql, url: "sqlite:///log.db", table: recs}
+    columns: {id: id, timestamp: ts, user: u, item: i, rank: r}
+    groups: [{attribute: segment, kind: categorical, column: segment}]
+"""
+    with pytest.raises(ConfigError, match=r"options \['topk'\] are not options of task recommender.*\bk\b"):
+        load_settings(write(tmp_path, text))

@@ -329,4 +329,11 @@ def test_unknown_path_is_404(cached_service: Service, path: str) -> None:
 def test_non_get_is_405(cached_service: Service, path: str, method: str) -> None:
     answer = cached_service.get(path, method=method)
     assert answer.status == 405
-    assert answer.headers["Allow"] == "GET"
+    assert answer.headers["Allow"] == "GET, HEAD"
+
+
+@pytest.mark.parametrize("path", ["/healthz", "/readyz", "/metrics"])
+def test_head_is_answered_without_a_body(cached_service: Service, path: str) -> None:
+    answer = cached_service.get(path, method="HEAD")
+    assert answer.status in (200, 503)
+    assert answer.body == b""
