@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from metrics_core.groups import Attribute
+from metrics_core.groups import Attribute, membership
 from metrics_core.groupwise import Data, Undefined, bootstrap_interval
 from metrics_core.intervals import basic_interval
 
@@ -60,7 +60,7 @@ def as_mask(values: ArrayLike, name: str, n: int) -> NDArray[np.bool_]:
     arr = np.asarray(values)
     if arr.shape != (n,):
         raise ValueError(f"{name} has shape {arr.shape}, expected ({n},)")
-    return arr.astype(bool)
+    return membership(arr)
 
 
 def check_attribute_rows(attributes: Sequence[Attribute], n: int) -> None:

@@ -9,7 +9,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from metrics_core._spec import MetricSpec
-from metrics_core.groups import REST, Attribute
+from metrics_core.groups import REST, Attribute, membership
 from metrics_core.groupwise import GroupPair
 
 __all__ = ["check_rows", "distinct_groups", "label_coverage", "select_specs", "side_masks"]
@@ -82,10 +82,10 @@ def side_masks(
     group: ArrayLike, reference: ArrayLike | None, n: int
 ) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
     """Boolean masks of a group and its reference (default: the rows outside the group)."""
-    g = np.asarray(group).astype(bool)
+    g = membership(group)
     if g.shape != (n,):
         raise ValueError(f"group has shape {g.shape}, expected ({n},)")
-    r = ~g if reference is None else np.asarray(reference).astype(bool)
+    r = ~g if reference is None else membership(reference)
     if r.shape != (n,):
         raise ValueError(f"reference has shape {r.shape}, expected ({n},)")
     return g, r

@@ -123,10 +123,16 @@ def rate_ratio(cells: FloatArray, name: str) -> FloatArray:
 
 
 def four_fifths_ratio(cells: FloatArray) -> FloatArray:
-    """``min(DI, 1/DI)`` of the disparate impact DI (holisticai's code): 1 is parity."""
-    di = rate_ratio(cells, "selection_rate")
+    """``min(DI, 1/DI) = min(SR_G, SR_R) / max(SR_G, SR_R)`` (holisticai's code): 1 is parity.
+
+    Symmetric in G and R: 0 when either side selects nobody and the other does; NaN only when
+    neither selects anyone (or a side is empty).
+    """
+    g = rate(cells, "selection_rate", G)[0]
+    r = rate(cells, "selection_rate", R)[0]
+    hi = np.maximum(g, r)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(di > 0, np.minimum(di, 1 / di), np.where(di == 0, 0.0, np.nan))
+        return np.where(hi > 0, np.minimum(g, r) / hi, np.nan)
 
 
 def cohens_d(cells: FloatArray) -> FloatArray:

@@ -35,6 +35,7 @@ __all__ = [
     "categorical_attribute",
     "indicator_attribute",
     "intersection_attribute",
+    "membership",
     "table_for",
 ]
 
@@ -62,6 +63,22 @@ class Attribute:
     @property
     def groups(self) -> list[str]:
         return [c.group for c in self.comparisons]
+
+
+def membership(values: ArrayLike) -> BoolArray:
+    """A group mask from booleans, 0/1 flags or membership fractions: member iff >= 0.5, NaN is not.
+
+    >>> membership([True, False]).tolist(), membership([0.0, 0.6, float("nan"), 0.1]).tolist()
+    ([True, False], [False, True, False, False])
+    """
+    arr = np.asarray(values)
+    if arr.dtype == bool:
+        return arr
+    if arr.dtype.kind not in "iuf":
+        raise TypeError(f"a group mask must be boolean or numeric (>= 0.5 is a member), got {arr.dtype}")
+    with np.errstate(invalid="ignore"):
+        mask: BoolArray = arr.astype(np.float64) >= 0.5
+    return mask
 
 
 def _key(attribute: str, group: str) -> str:
@@ -124,6 +141,15 @@ class _CodeMasks(Mapping[str, BoolArray]):
         return len(self._keys)
 
 
+def _is_missing(v: object) -> bool:
+    if v is None:
+        return True
+    try:
+        return bool(v != v) or v == ""  # NaN is the one value unequal to itself
+    except (TypeError, ValueError):  # pandas.NA and friends refuse to be truth-tested: missing
+        return True
+
+
 def _missing(values: NDArray[np.generic]) -> BoolArray:
     mask: BoolArray
     if values.dtype.kind in "biu":
@@ -134,8 +160,25 @@ def _missing(values: NDArray[np.generic]) -> BoolArray:
     if values.dtype.kind == "U":
         mask = values == ""
         return mask
-    is_missing = np.frompyfunc(lambda v: v is None or v != v or v == "", 1, 1)
-    return is_missing(values).astype(bool)  # type: ignore[no-any-return]
+    return np.frompyfunc(_is_missing, 1, 1)(values).astype(bool)  # type: ignore[no-any-return]
+
+
+def category_name(value: object) -> str:
+    """The group name of a value: whole numbers without a decimal point, so 1, 1.0 and "1" are one group.
+
+    A column with a NULL reads as float (1.0) in one window and as int (1) in the next; the
+    group must keep one name across windows.
+
+    >>> category_name(1.0), category_name(np.int64(2)), category_name(2.5), category_name("a"), category_name(True)
+    ('1', '2', '2.5', 'a', 'True')
+    """
+    if isinstance(value, bool | np.bool_):
+        return str(bool(value))
+    if isinstance(value, int | np.integer):
+        return str(int(value))
+    if isinstance(value, float | np.floating) and float(value).is_integer():
+        return str(int(value))
+    return str(value)
 
 
 def _factorize(values: ArrayLike) -> tuple[NDArray[np.int64], list[str], int]:
@@ -145,9 +188,12 @@ def _factorize(values: ArrayLike) -> tuple[NDArray[np.int64], list[str], int]:
         raise ValueError(f"a categorical column must be 1-dimensional, got shape {arr.shape}")
     missing = _missing(arr)
     present = arr[~missing]
-    if present.dtype.kind == "f" and present.size and np.all(present == np.round(present)):
-        present = present.astype(np.int64)  # 1.0 and 1 are one category, named "1"
-    text = present.astype(str)
+    if present.dtype.kind in "US":
+        text = present.astype(str)
+    else:
+        text = (
+            np.frompyfunc(category_name, 1, 1)(present).astype(str) if present.size else present.astype(str)
+        )
     names, inverse = np.unique(text, return_inverse=True)
     codes = np.full(arr.shape[0], -1, dtype=np.int64)
     codes[~missing] = inverse
@@ -186,7 +232,7 @@ def _categorical(
 
 
 def categorical_attribute(
-    name: str, values: ArrayLike, *, reference: str = REST, min_size: int = 0
+    name: str, values: ArrayLike, *, reference: str | int | float = REST, min_size: int = 0
 ) -> Attribute:
     """One group per distinct value, each compared with ``reference`` (a value, or ``"rest"``).
 
@@ -195,7 +241,7 @@ def categorical_attribute(
     ([('b', 'a'), ('c', 'a')], 1)
     """
     codes, names, n_missing = _factorize(values)
-    return _categorical(name, codes, names, n_missing, str(reference), min_size)
+    return _categorical(name, codes, names, n_missing, category_name(reference), min_size)
 
 
 def intersection_attribute(
@@ -237,7 +283,7 @@ def intersection_attribute(
             rest, digit = divmod(rest, len(names_i) + 1)
             pieces.append(names_i[digit - 1])
         labels.append(separator.join(reversed(pieces)))
-    ref = reference if isinstance(reference, str) else separator.join(reference)
+    ref = reference if isinstance(reference, str) else separator.join(category_name(r) for r in reference)
     return _categorical(name, codes, labels, int(missing.sum()), ref, min_size)
 
 

@@ -204,9 +204,8 @@ def evaluate_groupwise(
 def _fair_bounds(
     spec: MetricSpec, overrides: Mapping[str, Sequence[float | None]] | None
 ) -> tuple[float, float]:
-    if overrides and spec.name in overrides:
-        lo, hi = tuple(overrides[spec.name])
-        return (-math.inf if lo is None else float(lo)), (math.inf if hi is None else float(hi))
-    if spec.fair_range is None:
-        return -math.inf, math.inf
-    return spec.fair_range.resolve()
+    # imported here: the registry imports the family modules, which import this module
+    from metrics_core.registry import resolve_fair_range
+
+    fair_range = resolve_fair_range(spec.name, overrides)
+    return (-math.inf, math.inf) if fair_range is None else fair_range.resolve()

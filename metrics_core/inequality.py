@@ -55,6 +55,11 @@ def _benefit_counts(y_true: ArrayLike, y_pred: ArrayLike) -> np.ndarray:
     yp = np.asarray(y_pred, dtype=float)
     if yt.shape != yp.shape:
         raise ValueError(f"y_true has shape {yt.shape} but y_pred has shape {yp.shape}")
+    labeled = ~np.isnan(yt)  # a label not yet known: the row has no benefit to count
+    yt, yp = yt[labeled], yp[labeled]
+    for name, arr in (("y_true", yt), ("y_pred", yp)):
+        if not np.isin(arr, (0.0, 1.0)).all():
+            raise ValueError(f"{name} must hold 0/1 values (NaN for an unknown label)")
     b = (yp - yt + 1).astype(int)
     return np.bincount(b, minlength=3)[:3].astype(float)
 

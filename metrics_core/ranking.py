@@ -27,6 +27,7 @@ from numpy.typing import ArrayLike
 
 from metrics_core._auc import auc_delong
 from metrics_core._tables import NEG, POS, ScoreTable
+from metrics_core.groups import membership
 
 __all__ = [
     "bnsp_auc",
@@ -56,7 +57,7 @@ def power_mean(values: ArrayLike, *, p: float = -5.0) -> float:
 
 def _sets_auc(y_true: ArrayLike, y_score: ArrayLike, group: ArrayLike, x: str, y: str) -> float:
     y_arr = np.asarray(y_true)
-    g = np.asarray(group).astype(bool)
+    g = membership(group)
     table = ScoreTable.from_arrays(y_score, y_arr, {"g": g, "r": ~g})
     dense = {name: table.group(name).dense(table.n_scores) for name in ("g", "r")}
 

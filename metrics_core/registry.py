@@ -536,8 +536,10 @@ def resolve_fair_range(
 ) -> FairRange | None:
     """The fair range of ``name``: a configured override (absolute) or the default."""
     spec = get_metric(name)
-    if overrides and name in overrides:
-        lo, hi = tuple(overrides[name])
+    # override keys may be aliases (``air``); an unknown key raises, naming it
+    canonical = {get_metric(k).name: v for k, v in (overrides or {}).items()}
+    if spec.name in canonical:
+        lo, hi = tuple(canonical[spec.name])
         return FairRange(lo, hi)
     return spec.fair_range
 

@@ -346,11 +346,17 @@ def _statistics(
     out["regression_average_score_difference"] = (k.average_score_difference, _welch)
     out["regression_average_score_ratio"] = (k.average_score_ratio, None)
     out["regression_zscore_difference"] = (k.zscore_difference, None)
-    out["regression_max_statistical_parity"] = (k.max_statistical_parity, None)
-    out["regression_statistical_parity_auc"] = (
-        lambda g, r: k.statistical_parity_auc(g, r, window_sorted),
-        None,
+    # unsigned gaps are biased upward (two samples of one distribution still differ): the basic
+    # interval moves against that bias where the percentile interval would double it
+    out["regression_max_statistical_parity"] = (
+        k.max_statistical_parity,
+        _basic_bootstrap(k.max_statistical_parity, n_resamples, seed),
     )
+
+    def sp_auc(g: Data, r: Data) -> float:
+        return k.statistical_parity_auc(g, r, window_sorted)
+
+    out["regression_statistical_parity_auc"] = (sp_auc, _basic_bootstrap(sp_auc, n_resamples, seed))
     out["regression_rmse_ratio"] = (lambda g, r: k.error_ratio(g, r, 2), None)
     out["regression_mae_ratio"] = (lambda g, r: k.error_ratio(g, r, 1), None)
     out["regression_correlation_difference"] = (k.correlation_difference, None)

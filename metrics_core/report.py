@@ -253,6 +253,7 @@ def _coverage(group_cells: FloatArray) -> float:
     return float(group_cells[..., [NEG, POS]].sum() / total) if total > 0 else math.nan
 
 
+_UNSIGNED = ("average_abs_odds_difference", "equalized_odds_difference")
 _SET_TEXT = {"+": "positive labels", "-": "negative labels"}
 
 
@@ -298,8 +299,15 @@ def _compute(
         est = cls.four_fifths_ratio(cells)
         _, k1, n1 = cls.rate(cells, "selection_rate", 0)
         _, k2, n2 = cls.rate(cells, "selection_rate", 1)
-        lo, hi = _four_fifths_interval(*katz_log_interval(k1, n1, k2, n2, level=level))
-        reasons = [r or "reference selection rate is 0: the ratio is undefined" for r in reasons]
+        # min(x, 1/x) is the same for DI and 1/DI: where SR_R = 0 the interval of SR_R / SR_G serves
+        di_lo, di_hi = katz_log_interval(k1, n1, k2, n2, level=level)
+        inv_lo, inv_hi = katz_log_interval(k2, n2, k1, n1, level=level)
+        use_inverse = np.isnan(di_lo) & ~np.isnan(inv_lo)
+        lo, hi = _four_fifths_interval(
+            np.where(use_inverse, inv_lo, di_lo), np.where(use_inverse, inv_hi, di_hi)
+        )
+        lo, hi = np.where(np.isnan(est), np.nan, lo), np.where(np.isnan(est), np.nan, hi)
+        reasons = [r or "neither side selects anyone: the ratio is undefined" for r in reasons]
     elif kind == "average_odds_difference":
         est = cls.average_odds_difference(cells)
         lo, hi = normal_interval(est, cls.average_odds_variance(cells), level=level, bounds=(-1.0, 1.0))
@@ -307,6 +315,10 @@ def _compute(
         statistic = getattr(cls, kind)
         est = statistic(cells)
         lo, hi = poisson_bootstrap_interval(statistic, cells, level=level, n_resamples=n_resamples, seed=seed)
+        if kind in _UNSIGNED:
+            # |gap| is biased upward and so are its resamples: the basic interval moves against the
+            # bias where the percentile interval would double it (and could exclude the estimate)
+            lo, hi = np.clip(2 * est - hi, 0.0, 1.0), np.clip(2 * est - lo, 0.0, 1.0)
         reasons = [
             r or "pooled standard deviation is 0: both sides are all selected or all not" for r in reasons
         ]

@@ -86,8 +86,9 @@ SCENARIOS: dict[str, tuple[list, list, set[str], set[str]]] = {
     "reference_never_selected": (
         [(0.8, 1), (0.3, 0), (0.6, 0), (0.2, 1)],
         [(0.1, 1), (0.2, 0), (0.3, 1), (0.4, 0)],
-        # SR_R = 0, TPR_R = 0 and PPV_R has no selected rows at all
-        {"disparate_impact", "four_fifths_ratio", "precision_ratio", "recall_ratio"},
+        # SR_R = 0, TPR_R = 0 and PPV_R has no selected rows at all; four_fifths_ratio is
+        # min(SR)/max(SR) = 0, a real (total) disparity, whichever side selects nobody
+        {"disparate_impact", "precision_ratio", "recall_ratio"},
         set(),
     ),
     "everything_selected": (
@@ -114,7 +115,7 @@ SCENARIOS: dict[str, tuple[list, list, set[str], set[str]]] = {
         [(0.8, 1), (0.6, 0), (0.9, 0)],
         [(0.1, 1), (0.2, 0), (0.3, 0)],
         # cohens_d: pooled sd 0 (each side constant); disparate impact: SR_R = 0
-        {"cohens_d", "disparate_impact", "four_fifths_ratio", "precision_ratio", "recall_ratio"},
+        {"cohens_d", "disparate_impact", "precision_ratio", "recall_ratio"},
         set(),
     ),
     "constant_scores": (
@@ -212,6 +213,8 @@ def test_reasons_say_what_is_missing(scenario_reports):
         assert "negative" in r.get(metric, "g").reason, metric
     r = scenario_reports["reference_never_selected"]
     assert "reference" in r.get("disparate_impact", "g").reason
+    ff = r.get("four_fifths_ratio", "g")
+    assert ff.value == 0.0 and ff.ci_lower == 0.0 and 0.0 < ff.ci_upper <= 1.0
     r = scenario_reports["one_class_window"]
     assert r.model_value("overall_auc").reason
     r = scenario_reports["every_labeled_row_a_false_negative"]
