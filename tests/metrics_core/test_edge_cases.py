@@ -27,6 +27,7 @@ def test_numeric_categories_keep_one_name_whatever_the_dtype() -> None:
 
 def test_pandas_na_is_missing() -> None:
     import pandas as pd
+
     values = pd.Series(["a", pd.NA, "b"], dtype="string").to_numpy()
     assert mc.categorical_attribute("x", values).n_missing == 1
 
