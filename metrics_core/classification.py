@@ -166,13 +166,18 @@ def average_odds_difference(cells: FloatArray) -> FloatArray:
 
 
 def average_odds_variance(cells: FloatArray) -> FloatArray:
-    """Normal-approximation variance of :func:`average_odds_difference` (four independent rates)."""
+    """Normal-approximation variance of :func:`average_odds_difference` (four independent rates).
+
+    Each rate's variance uses the Agresti-Caffo adjusted rate ``(k + 1) / (n + 2)``: the plain
+    ``p(1-p)/n`` is 0 when a rate is 0 or 1, which would make the interval collapse to a point.
+    """
     total = np.zeros(cells.shape[:-3])
     for name in ("true_positive_rate", "false_positive_rate"):
         for side in (G, R):
-            p, _, n = rate(cells, name, side)
+            _, k, n = rate(cells, name, side)
             with np.errstate(divide="ignore", invalid="ignore"):
-                total = total + p * (1 - p) / n
+                adjusted = (k + 1) / (n + 2)
+                total = total + np.where(n > 0, adjusted * (1 - adjusted) / (n + 2), np.nan)
     return total / 4
 
 

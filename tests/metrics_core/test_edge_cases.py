@@ -66,3 +66,15 @@ def test_inequality_indices_skip_unknown_labels_and_refuse_scores() -> None:
     with pytest.raises(ValueError, match="y_pred must hold 0/1"):
         mc.generalized_entropy_index([1, 0, 1, 0], [0.7, 0.2, 0.9, 0.1])
     assert math.isnan(mc.theil_index([np.nan], [1]))
+
+
+def test_average_odds_interval_does_not_collapse_when_rates_are_0_or_1() -> None:
+    # every positive selected and no negative selected on both sides: all four rates are 0 or 1
+    scores = [0.9] * 20 + [0.1] * 20 + [0.9] * 20 + [0.1] * 20
+    labels = [1] * 20 + [0] * 20 + [1] * 20 + [0] * 20
+    group = [True] * 40 + [False] * 40
+    table = mc.ScoreTable.from_arrays(scores, labels, {"g": group})
+    v = mc.evaluate(table, [mc.Comparison("a", "g", "g")], metrics=["average_odds_difference"], min_samples=1)
+    value = v.get("average_odds_difference", "g")
+    assert value.value == 0.0
+    assert value.ci_lower < 0.0 < value.ci_upper  # 0 successes in 20 is not certainty
