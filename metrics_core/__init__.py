@@ -1,8 +1,11 @@
 """fairwatch's metric library: exact, fast per-group bias metrics with intervals.
 
 Pure functions over numpy arrays; no I/O, no logging, no global state. The main entry is
-:func:`evaluate`, which computes every registry metric for every group of a window from
-one :class:`ScoreTable` (the window's sufficient statistics, built with one sort).
+:func:`evaluate`, which computes every binary metric for every group of a window from
+one :class:`ScoreTable` (the window's sufficient statistics, built with one sort). The
+other task families are subpackages with the same shape (``metrics_core.multiclass``,
+``regression``, ``recommender``, ``clustering``, ``text``: ``evaluate``, ``SPECS``, public
+metric functions). ``docs/architecture.md`` draws the layers.
 
 >>> import metrics_core as mc
 >>> race = mc.categorical_attribute("race", ["a", "b", "a", "b", "a", "b"], reference="a")
@@ -13,9 +16,33 @@ one :class:`ScoreTable` (the window's sufficient statistics, built with one sort
 (1.0, 'a')
 """
 
-from metrics_core._tables import LABELS, GroupCounts, ScoreTable, merge_tables
-from metrics_core.classification import RATES
-from metrics_core.groups import (
+from metrics_core.binary import (
+    RATES,
+    bnsp_auc,
+    bpsn_auc,
+    coefficient_of_variation,
+    evaluate,
+    generalized_entropy_index,
+    negative_aeg,
+    overall_auc,
+    positive_aeg,
+    power_mean,
+    subgroup_auc,
+    theil_index,
+)
+from metrics_core.core.results import Comparison, MetricValue, ModelValue, Report
+from metrics_core.core.spec import FairRange, MetricSpec
+from metrics_core.registry import REGISTRY, get_metric, metric_names, registry_as_dicts, resolve_fair_range
+from metrics_core.stats.bootstrap import poisson_bootstrap_interval
+from metrics_core.stats.intervals import (
+    bonferroni_level,
+    katz_log_interval,
+    newcombe_interval,
+    normal_interval,
+    wilson_interval,
+)
+from metrics_core.stats.judge import STATES, judge
+from metrics_core.window.groups import (
     REST,
     Attribute,
     categorical_attribute,
@@ -23,36 +50,7 @@ from metrics_core.groups import (
     intersection_attribute,
     table_for,
 )
-from metrics_core.inequality import coefficient_of_variation, generalized_entropy_index, theil_index
-from metrics_core.intervals import (
-    STATES,
-    bonferroni_level,
-    judge,
-    katz_log_interval,
-    newcombe_interval,
-    normal_interval,
-    poisson_bootstrap_interval,
-    wilson_interval,
-)
-from metrics_core.ranking import (
-    bnsp_auc,
-    bpsn_auc,
-    negative_aeg,
-    overall_auc,
-    positive_aeg,
-    power_mean,
-    subgroup_auc,
-)
-from metrics_core.registry import (
-    REGISTRY,
-    FairRange,
-    MetricSpec,
-    get_metric,
-    metric_names,
-    registry_as_dicts,
-    resolve_fair_range,
-)
-from metrics_core.report import Comparison, MetricValue, ModelValue, Report, evaluate
+from metrics_core.window.tables import LABELS, GroupCounts, ScoreTable, merge_tables
 
 __all__ = [
     "LABELS",

@@ -409,7 +409,7 @@ def _metric_panel(plan: _MetricPlan) -> Panel:
                     _override("byFrameRefID", ref, color=red, custom__lineWidth=2, custom__lineStyle=_DASHED)
                 )
         notes.append("Dashed red: the fair range in force, as the service exports it.")
-    rate = spec.computation == "rate"
+    rate = spec.interval == "wilson"  # a Wilson interval bounds a proportion: the value is a share
     return _timeseries(
         name,
         "percentunit" if rate else "none",

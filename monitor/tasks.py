@@ -59,7 +59,7 @@ def load_task_options(task: str, options: Mapping[str, Any]) -> dict[str, Any]:
     out = dict(options)
     if task != "text":
         return out
-    from metrics_core import _tokenize as tok
+    from metrics_core import text as tok
 
     readers: dict[str, Callable[[str], Any]] = {
         "lexicon_file": tok.parse_word_list,

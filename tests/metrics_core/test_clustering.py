@@ -382,7 +382,7 @@ def test_selection_and_argument_errors():
         run({"cluster": cluster}, race, metrics="cluster_balance")
     twice = run({"cluster": cluster}, race, metrics=["cluster_balance", "cluster_balance"])
     assert len(twice.values) == 3  # one per group
-    with pytest.raises(ValueError, match=r"needs data key\(s\) \['features'\]"):
+    with pytest.raises(ValueError, match=r"needs the data key\(s\) \['features'\]"):
         run({"cluster": cluster}, race, metrics=["silhouette_difference"])
     names = {v.metric for v in run({"cluster": cluster}, race).values}
     assert names == {s.name for s in cl.SPECS if s.level == "group"} - {

@@ -10,9 +10,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from metrics_core import _multiclass_kernels as mk
 from metrics_core import multiclass as mcl
-from metrics_core.groups import categorical_attribute, indicator_attribute
+from metrics_core.multiclass import kernels as mk
 from metrics_core.multiclass import (
     multiclass_all_pairs,
     multiclass_average_odds,
@@ -20,6 +19,7 @@ from metrics_core.multiclass import (
     multiclass_statistical_parity,
     multiclass_true_positive_difference,
 )
+from metrics_core.window.groups import categorical_attribute, indicator_attribute
 
 BASES = ("statistical_parity", "equality_of_opportunity", "average_odds", "true_positive_difference")
 PUBLIC = {

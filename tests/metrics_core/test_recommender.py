@@ -630,7 +630,7 @@ def test_selection_and_argument_errors():
     with pytest.raises(TypeError, match="sequence of names"):
         run(TINY, TINY_SEX, metrics="exposure_entropy")
     no_labels = {k: v for k, v in TINY.items() if k != "y_true"}
-    with pytest.raises(ValueError, match=r"needs data key\(s\) \['y_true'\]"):
+    with pytest.raises(ValueError, match=r"needs the data key\(s\) \['y_true'\]"):
         run(no_labels, TINY_SEX, metrics=["recommender_avg_precision_ratio"])
     names = {v.metric for v in run(no_labels, TINY_SEX, k=None).values}
     assert names == {

@@ -11,8 +11,6 @@ import pytest
 from scipy import stats
 
 from metrics_core import regression as rg
-from metrics_core.groups import categorical_attribute
-from metrics_core.intervals import katz_log_interval, newcombe_interval
 from metrics_core.regression import (
     regression_average_score_difference,
     regression_average_score_ratio,
@@ -26,6 +24,8 @@ from metrics_core.regression import (
     regression_statistical_parity_auc,
     regression_zscore_difference,
 )
+from metrics_core.stats.intervals import katz_log_interval, newcombe_interval
+from metrics_core.window.groups import categorical_attribute
 
 # holisticai's docstring examples (group_a = G, group_b = R)
 Y10 = np.array([0.8, 0.9, 0.2, 0.1, 0.7, 0.9, 0.8, 0.6, 0.3, 0.5])

@@ -244,7 +244,7 @@ def test_phrase_entries_and_overlapping_lists() -> None:
 
 
 def test_count_matrix_matches_brute_force_with_phrases() -> None:
-    from metrics_core._tokenize import count_matrix
+    from metrics_core.text.tokenize import count_matrix
 
     rng = np.random.default_rng(11)
     vocab = ["a", "b", "c", "d"]

@@ -1,0 +1,254 @@
+"""How each kind of binary metric is computed from a :class:`~metrics_core.binary.window.BinaryWindow`.
+
+A binary metric's spec carries three callables, all vectorised over the window's comparisons:
+
+- ``statistic(window) -> estimates``;
+- ``ci(window, estimates) -> (lower, upper)``, at ``window.level``;
+- ``count_support(window) -> (support, reasons)``: the smallest denominator the value
+  depends on, and why the value is undefined where it is NaN.
+
+Each function here builds that triple, with the interval method and the documented
+denominators, for one kind of metric (a per-group rate, a difference or ratio of rates, an
+AUC of two row sets, ...). :mod:`metrics_core.binary.specs` pairs each with a metric's facts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from metrics_core.binary import rates
+from metrics_core.binary.window import BinaryWindow
+from metrics_core.core.spec import IntervalMethod
+from metrics_core.core.types import FloatArray
+from metrics_core.stats.bootstrap import poisson_bootstrap_interval
+from metrics_core.stats.intervals import (
+    Interval,
+    katz_log_interval,
+    newcombe_interval,
+    normal_interval,
+    wilson_interval,
+)
+
+__all__ = [
+    "Computation",
+    "auc",
+    "average_odds",
+    "bootstrapped",
+    "four_fifths",
+    "group_rate",
+    "rate_difference",
+    "rate_ratio",
+    "standardized_mean_difference",
+]
+
+Statistic = Callable[[BinaryWindow], FloatArray]
+ConfidenceInterval = Callable[[BinaryWindow, FloatArray], Interval]
+Support = Callable[[BinaryWindow], tuple[FloatArray, list[str]]]
+
+
+@dataclass(frozen=True)
+class Computation:
+    """The computing half of a binary metric's spec."""
+
+    interval: IntervalMethod
+    support: tuple[str, ...]
+    statistic: Statistic
+    ci: ConfidenceInterval
+    count_support: Support
+
+
+def _denominators(names: Sequence[str], *, group_only: bool = False, otherwise: str = "") -> Support:
+    """Support = the smallest of the named rates' denominators, on the group (and reference) side.
+
+    Where one is zero the reason names it ("reference has no positive labels"); where the
+    value is NaN for another cause, the reason is ``otherwise``.
+    """
+    sides = ((0, "group"),) if group_only else ((0, "group"), (1, "reference"))
+
+    def count(window: BinaryWindow) -> tuple[FloatArray, list[str]]:
+        n = len(window)
+        support = np.full(n, np.inf)
+        reasons = [""] * n
+        for name in names:
+            rate = rates.RATES[name]
+            for side, who in sides:
+                den = rate.denominator(window.cells[:, side])
+                support = np.minimum(support, den)
+                for i in np.flatnonzero(den == 0):
+                    reasons[i] = reasons[i] or f"{who} has no {rate.empty}"
+        return support, [r or otherwise for r in reasons]
+
+    return count
+
+
+def _counts(window: BinaryWindow, rate: str) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    _, k1, n1 = rates.rate(window.cells, rate, 0)
+    _, k2, n2 = rates.rate(window.cells, rate, 1)
+    return k1, n1, k2, n2
+
+
+def group_rate(rate: str) -> Computation:
+    """The group's own rate (informational), with its Wilson interval."""
+
+    def ci(window: BinaryWindow, estimate: FloatArray) -> Interval:
+        _, num, den = rates.rate(window.cells, rate)
+        return wilson_interval(num, den, level=window.level)
+
+    return Computation(
+        "wilson",
+        (rate,),
+        lambda window: rates.rate(window.cells, rate)[0],
+        ci,
+        _denominators((rate,), group_only=True),
+    )
+
+
+def rate_difference(rate: str) -> Computation:
+    """``rate_G - rate_R`` with Newcombe's hybrid score interval."""
+    return Computation(
+        "newcombe",
+        (rate,),
+        lambda window: rates.rate_difference(window.cells, rate),
+        lambda window, _: newcombe_interval(*_counts(window, rate), level=window.level),
+        _denominators((rate,)),
+    )
+
+
+def rate_ratio(rate: str) -> Computation:
+    """``rate_G / rate_R`` with the Katz log interval; undefined when the reference rate is 0."""
+    return Computation(
+        "katz_log",
+        (rate,),
+        lambda window: rates.rate_ratio(window.cells, rate),
+        lambda window, _: katz_log_interval(*_counts(window, rate), level=window.level),
+        _denominators((rate,), otherwise="reference rate is 0: the ratio is undefined"),
+    )
+
+
+def four_fifths() -> Computation:
+    """``min(DI, 1/DI)`` with the disparate-impact interval mapped through ``x -> min(x, 1/x)``."""
+
+    def ci(window: BinaryWindow, estimate: FloatArray) -> Interval:
+        k1, n1, k2, n2 = _counts(window, "selection_rate")
+        # min(x, 1/x) is the same for DI and 1/DI: where SR_R = 0 the interval of SR_R / SR_G serves
+        di_lo, di_hi = katz_log_interval(k1, n1, k2, n2, level=window.level)
+        inv_lo, inv_hi = katz_log_interval(k2, n2, k1, n1, level=window.level)
+        use_inverse = np.isnan(di_lo) & ~np.isnan(inv_lo)
+        lo, hi = _min_inverse(np.where(use_inverse, inv_lo, di_lo), np.where(use_inverse, inv_hi, di_hi))
+        return np.where(np.isnan(estimate), np.nan, lo), np.where(np.isnan(estimate), np.nan, hi)
+
+    return Computation(
+        "transformed",
+        ("selection_rate",),
+        lambda window: rates.four_fifths_ratio(window.cells),
+        ci,
+        _denominators(("selection_rate",), otherwise="neither side selects anyone: the ratio is undefined"),
+    )
+
+
+def _min_inverse(lo: FloatArray, hi: FloatArray) -> Interval:
+    """Image of an interval under x -> min(x, 1/x) (increasing below 1, decreasing above)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inv_lo, inv_hi = 1 / hi, np.where(lo > 0, 1 / lo, np.inf)
+    below = hi <= 1
+    above = lo >= 1
+    out_lo = np.where(below, lo, np.where(above, inv_lo, np.minimum(lo, inv_lo)))
+    out_hi = np.where(below, hi, np.where(above, inv_hi, 1.0))
+    return out_lo, out_hi
+
+
+def average_odds() -> Computation:
+    """Mean of the TPR and FPR gaps, normal interval with Agresti-Caffo variances."""
+
+    def ci(window: BinaryWindow, estimate: FloatArray) -> Interval:
+        variance = rates.average_odds_variance(window.cells)
+        return normal_interval(estimate, variance, level=window.level, bounds=(-1.0, 1.0))
+
+    return Computation(
+        "normal",
+        ("true_positive_rate", "false_positive_rate"),
+        lambda window: rates.average_odds_difference(window.cells),
+        ci,
+        _denominators(("true_positive_rate", "false_positive_rate")),
+    )
+
+
+def bootstrapped(
+    statistic: Callable[[FloatArray], FloatArray], support: tuple[str, ...], *, unsigned: bool = False
+) -> Computation:
+    """A statistic of the confusion cells with a Poisson bootstrap interval.
+
+    ``unsigned`` gaps (|difference|) are biased upward and so are their resamples: the basic
+    interval moves against the bias where the percentile interval would double it (and could
+    exclude the estimate).
+    """
+
+    def ci(window: BinaryWindow, estimate: FloatArray) -> Interval:
+        lo, hi = poisson_bootstrap_interval(
+            statistic, window.cells, level=window.level, n_resamples=window.n_resamples, seed=window.seed
+        )
+        if unsigned:
+            lo, hi = np.clip(2 * estimate - hi, 0.0, 1.0), np.clip(2 * estimate - lo, 0.0, 1.0)
+        return lo, hi
+
+    return Computation(
+        "bootstrap",
+        support,
+        lambda window: statistic(window.cells),
+        ci,
+        _denominators(
+            support, otherwise="pooled standard deviation is 0: both sides are all selected or all not"
+        ),
+    )
+
+
+def standardized_mean_difference() -> Computation:
+    """Difference of mean scores over the window's score sd, treated as known; normal interval.
+
+    The sd is that of *every* score of the window (``metrics.md``), not of G and R only:
+    with a named reference or a categorical attribute with missing values, G and R do not
+    cover the window.
+    """
+
+    def parts(window: BinaryWindow) -> tuple[FloatArray, FloatArray]:
+        mom = window.moments
+        n, s, ss = mom[..., 0], mom[..., 1], mom[..., 2]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mean = s / n
+            var_side = np.maximum(ss / n - mean**2, 0.0) * n / (n - 1)
+            sd_all = np.full(len(window), window.score_sd)
+            est = np.where(sd_all > 0, (mean[:, 0] - mean[:, 1]) / sd_all, np.nan)
+            variance = (var_side[:, 0] / n[:, 0] + var_side[:, 1] / n[:, 1]) / sd_all**2
+        return est, variance
+
+    return Computation(
+        "normal",
+        ("selection_rate",),
+        lambda window: parts(window)[0],
+        lambda window, estimate: normal_interval(estimate, parts(window)[1], level=window.level),
+        _denominators(
+            ("selection_rate",), otherwise="all scores in the window are equal: no standard deviation"
+        ),
+    )
+
+
+def auc(x: str, y: str, *, offset: float = 0.0) -> Computation:
+    """AUC of row set ``x`` over ``y`` (ties 1/2) plus ``offset``, DeLong normal interval.
+
+    Sets are ``"group+"``, ``"group-"``, ``"reference+"``, ``"reference-"``; an AEG is an
+    AUC minus 1/2.
+    """
+
+    def ci(window: BinaryWindow, estimate: FloatArray) -> Interval:
+        fit = window.auc(x, y)
+        lo, hi = normal_interval(fit.estimate, fit.variance, level=window.level, bounds=(0.0, 1.0))
+        return lo + offset, hi + offset
+
+    def count(window: BinaryWindow) -> tuple[FloatArray, list[str]]:
+        fit = window.auc(x, y)
+        return fit.support, fit.reasons
+
+    return Computation("delong", (x, y), lambda window: window.auc(x, y).estimate + offset, ci, count)

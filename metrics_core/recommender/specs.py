@@ -1,0 +1,227 @@
+"""The recommender metrics: facts beside computation.
+
+Group metrics compare a user group's recommendations with its reference's; model-level
+values describe the whole window. Every statistic reads the window's constants from a
+:class:`RecommenderWindow` and a side's log rows (keys ``user``, ``item``, ``_rec`` - whether
+the row counts as a recommendation after binarisation - and the optional ``y_score``,
+``y_true``, ``n_relevant``, ``item_popularity``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from metrics_core.core.spec import FairRange, Input, MetricSpec
+from metrics_core.core.types import BoolArray, Data, FloatArray
+from metrics_core.recommender import kernels as K
+from metrics_core.stats.distances import kl_divergence_counts, total_variation_counts
+from metrics_core.window.pairs import GroupPair
+
+__all__ = ["BINARISED", "SPECS", "RecommenderWindow"]
+
+_HOLISTIC = "holisticai documentation (fair area)"
+_FOUR_FIFTHS = "four-fifths rule applied to a ratio, 1.25 = 1/0.8 keeps it symmetric (holisticai documentation prints [0.8, 1.2])"
+_TV_SOURCE = "fairwatch choice (metrics.md section 4): holisticai lists only the value range [0, 1]"
+_KL_SOURCE = (
+    "fairwatch choice: holisticai lists only [0, inf]; by Pinsker's inequality TV <= sqrt(KL/2), "
+    "so KL <= 0.02 keeps the total variation within its 0.1 bound"
+)
+_INFO = "informational (metrics.md section 4): no meaningful fair range"
+_ITEMS: frozenset[Input] = frozenset({"user", "item"})
+_RELEVANCE: frozenset[Input] = frozenset({"user", "item", "y_true"})
+_PER_ITEM = ("recommendations per recommended item of the window, on the smaller side",)
+_USERS = ("users with a defined value, on the smaller side",)
+
+
+@dataclass(frozen=True)
+class RecommenderWindow:
+    """Constants of one window: the items recommended in it, the KL smoothing, the catalogue size."""
+
+    support_items: BoolArray  # by item code: recommended to someone in the window
+    smoothing: float
+    n_items: int | None
+
+    @property
+    def n_support(self) -> int:
+        return max(int(self.support_items.sum()), 1)
+
+    def exposure(self, d: Data) -> FloatArray:
+        return K.exposure_counts(K.side_of(d), self.support_items)
+
+
+def _per_item(w: RecommenderWindow, g: Data, r: Data) -> float:
+    # recommendations per recommended item of the window, on the smaller side: the distance
+    # between two m-item distributions is noise until each holds many per item
+    return min(float(np.count_nonzero(d["_rec"])) / w.n_support for d in (g, r))
+
+
+def _scored_users(w: RecommenderWindow, g: Data, r: Data) -> float:
+    scored = [np.asarray(d["user"])[~np.isnan(np.asarray(d["y_score"], np.float64))] for d in (g, r)]
+    return float(min(np.unique(u).size for u in scored))
+
+
+def _mean_score_difference(w: RecommenderWindow, g: Data, r: Data) -> float:
+    return K.mean_score_difference(K.side_of(g), K.side_of(r))
+
+
+def _exposure_tv(w: RecommenderWindow, g: Data, r: Data) -> float:
+    return total_variation_counts(w.exposure(g), w.exposure(r))
+
+
+def _exposure_kl(w: RecommenderWindow, g: Data, r: Data) -> float:
+    return kl_divergence_counts(w.exposure(g), w.exposure(r), smoothing=w.smoothing)
+
+
+def _rate_ratio(rate: str) -> MetricSpec:
+    def statistic(w: RecommenderWindow, g: Data, r: Data) -> float:
+        return K.average_rate_ratio(K.side_of(g), K.side_of(r), rate)
+
+    def users(w: RecommenderWindow, g: Data, r: Data) -> float:
+        return float(min(np.count_nonzero(~np.isnan(K.user_rates(K.side_of(d))[rate])) for d in (g, r)))
+
+    hits = {"precision": "recommended", "recall": "relevant", "f1": "(recommended + relevant)"}[rate]
+    meaning = {
+        "precision": "below 1: a smaller share of the group's recommendations are relevant than of the reference's",
+        "recall": "below 1: the group's users find a smaller share of their relevant items than the reference's",
+        "f1": "below 1: recommendations serve the group's users worse (precision and recall together)",
+    }[rate]
+    return MetricSpec(
+        name=f"recommender_avg_{rate}_ratio",
+        family="recommender",
+        requires=_RELEVANCE,
+        ideal=1.0,
+        fair_range=FairRange(0.8, 1.25),
+        source=_FOUR_FIFTHS,
+        meaning=meaning,
+        formula=f"mean over G's users of {'2 ' if rate == 'f1' else ''}hits/{hits}, over the same mean for R",
+        interval="bootstrap",
+        support=_USERS,
+        statistic=statistic,
+        ci=K.user_bootstrap(statistic),
+        count_support=users,
+    )
+
+
+# --- model level: the whole window's recommendations --------------------------------------------
+
+
+def _item_counts(w: RecommenderWindow, data: Data) -> FloatArray:
+    item = np.asarray(data["item"], np.int64)
+    m = int(item.max()) + 1 if item.size else 0
+    return K.item_counts(item, np.asarray(data["_rec"], dtype=bool), m if w.n_items is None else w.n_items)
+
+
+def _window_statistic(kernel: Callable[[FloatArray], float]) -> Callable[..., float]:
+    def statistic(w: RecommenderWindow, data: Data, pairs: Sequence[GroupPair]) -> float:
+        return kernel(_item_counts(w, data))
+
+    return statistic
+
+
+def _popularity(w: RecommenderWindow, data: Data, pairs: Sequence[GroupPair]) -> float:
+    user, item = np.asarray(data["user"], np.int64), np.asarray(data["item"], np.int64)
+    pop = np.asarray(data["item_popularity"], np.float64) if "item_popularity" in data else None
+    return K.popularity_of(user, item, np.asarray(data["_rec"], dtype=bool), pop)
+
+
+def _model(
+    statistic: Callable[..., float], *, name: str, ideal: float | None, meaning: str, formula: str
+) -> MetricSpec:
+    return MetricSpec(
+        name=name,
+        family="recommender",
+        level="model",
+        requires=_ITEMS,
+        ideal=ideal,
+        fair_range=None,
+        source=_INFO,
+        meaning=meaning,
+        formula=formula,
+        interval="none",
+        statistic=statistic,
+    )
+
+
+SPECS: list[MetricSpec] = [
+    MetricSpec(
+        name="recommender_mean_score_difference",
+        family="recommender",
+        requires=frozenset({"user", "y_score"}),
+        ideal=0.0,
+        fair_range=FairRange(-0.1, 0.1),
+        source=_HOLISTIC + "; assumes scores on a [0, 1] scale",
+        meaning="negative: the group's users receive lower recommender scores than the reference's",
+        formula="mean(y_score | G) - mean(y_score | R), over logged rows with a score (holisticai mad_score)",
+        interval="bootstrap",
+        support=("users with a scored row, on the smaller side",),
+        statistic=_mean_score_difference,
+        ci=K.user_bootstrap(_mean_score_difference),
+        count_support=_scored_users,
+    ),
+    MetricSpec(
+        name="exposure_total_variation",
+        family="recommender",
+        requires=_ITEMS,
+        ideal=0.0,
+        fair_range=FairRange(0.0, 0.1),
+        source=_TV_SOURCE,
+        meaning="the share of the group's recommendations that would have to move to other items to match "
+        "the reference's",
+        formula="0.5 * sum_i |e_G(i) - e_R(i)|, e = distribution over items of the recommendations",
+        interval="bootstrap",
+        support=_PER_ITEM,
+        statistic=_exposure_tv,
+        ci=K.user_bootstrap(_exposure_tv, basic_bounds=(0.0, 1.0)),
+        count_support=_per_item,
+    ),
+    MetricSpec(
+        name="exposure_kl_divergence",
+        family="recommender",
+        requires=_ITEMS,
+        ideal=0.0,
+        fair_range=FairRange(0.0, 0.02),
+        source=_KL_SOURCE,
+        meaning="how unlike the reference's item exposure the group's is (0: same distribution)",
+        formula="sum_i e_G(i) ln(e_G(i) / e_R(i)), counts smoothed by 0.5 per recommended item of the window",
+        interval="bootstrap",
+        support=_PER_ITEM,
+        statistic=_exposure_kl,
+        ci=K.user_bootstrap(_exposure_kl, basic_bounds=(0.0, math.inf)),
+        count_support=_per_item,
+    ),
+    *(_rate_ratio(rate) for rate in K.RATES),
+    _model(
+        _window_statistic(K.aggregate_diversity_of),
+        name="aggregate_diversity",
+        ideal=1.0,
+        meaning="share of the catalogue recommended to at least one user in the window",
+        formula="|items recommended| / |items| (catalogue: n_items, else the items in the log)",
+    ),
+    _model(
+        _window_statistic(K.gini_of),
+        name="exposure_gini_index",
+        ideal=0.0,
+        meaning="inequality of item exposure: 0 every item recommended equally often, 1 one item takes all",
+        formula="sum_i (2i - n - 1) f_(i) / (n - 1), f sorted exposure shares of the n catalogue items",
+    ),
+    _model(
+        _window_statistic(K.entropy_of),
+        name="exposure_entropy",
+        ideal=None,
+        meaning="spread of the recommendations over items (natural log; at most ln(number of items))",
+        formula="-sum_i e(i) ln e(i), e = distribution over items of the recommendations",
+    ),
+    _model(
+        _popularity,
+        name="average_recommendation_popularity",
+        ideal=None,
+        meaning="how popular the recommended items are: mean over users of their items' popularity",
+        formula="mean over users of mean_{i in L_u} pop(i), pop = number of users i was recommended to",
+    ),
+]
+#: The metrics that read the binarised recommendations (top-k or a score threshold).
+BINARISED = frozenset(s.name for s in SPECS) - {"recommender_mean_score_difference"}

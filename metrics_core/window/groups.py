@@ -1,0 +1,303 @@
+"""Groups of an identity attribute and the comparisons they make.
+
+Three kinds (``metrics.md`` section 1):
+
+- *indicator*: one column per group (Jigsaw's ``male``, ``muslim``, ...); a row is a
+  member when the value is true or, for probabilities and annotator fractions, >= 0.5.
+  Groups may overlap; the reference of each is the *background*, the window's other rows.
+- *categorical*: one column whose values are the groups; the reference is a named value
+  (the privileged group) or ``"rest"`` (the rows with another value). Missing values form
+  no group and are counted.
+- *intersections*: tuples of values of several categorical columns (race x sex), with the
+  same reference choices, pruned below a minimum size.
+
+Each builder returns an :class:`Attribute`: the membership masks to count into a
+:class:`~metrics_core.ScoreTable` and the :class:`~metrics_core.Comparison` list to
+evaluate.
+"""
+
+from __future__ import annotations
+
+from collections import ChainMap
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, cast
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from metrics_core.core.results import BACKGROUND, Comparison
+from metrics_core.core.types import BoolArray
+from metrics_core.window.tables import ScoreTable
+
+__all__ = [
+    "BACKGROUND",
+    "REST",
+    "Attribute",
+    "categorical_attribute",
+    "indicator_attribute",
+    "intersection_attribute",
+    "membership",
+    "table_for",
+]
+
+REST = "rest"
+
+
+@dataclass(frozen=True)
+class Attribute:
+    """The groups of one attribute in one window.
+
+    ``masks`` maps table keys to boolean row masks (built lazily for categorical
+    attributes); ``comparisons`` are the group-vs-reference pairs to evaluate.
+    ``n_missing`` counts rows with no value; ``dropped`` lists groups pruned below
+    ``min_size``.
+    """
+
+    name: str
+    kind: Literal["indicator", "categorical"]
+    masks: Mapping[str, BoolArray]
+    comparisons: tuple[Comparison, ...]
+    n_missing: int = 0
+    dropped: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def groups(self) -> list[str]:
+        return [c.group for c in self.comparisons]
+
+
+def membership(values: ArrayLike) -> BoolArray:
+    """A group mask from booleans, 0/1 flags or membership fractions: member iff >= 0.5, NaN is not.
+
+    >>> membership([True, False]).tolist(), membership([0.0, 0.6, float("nan"), 0.1]).tolist()
+    ([True, False], [False, True, False, False])
+    """
+    arr = np.asarray(values)
+    if arr.dtype == bool:
+        return arr
+    if arr.dtype.kind not in "iuf":
+        raise TypeError(f"a group mask must be boolean or numeric (>= 0.5 is a member), got {arr.dtype}")
+    with np.errstate(invalid="ignore"):
+        mask: BoolArray = arr.astype(np.float64) >= 0.5
+    return mask
+
+
+def _key(attribute: str, group: str) -> str:
+    return f"{attribute}={group}"
+
+
+def indicator_attribute(
+    name: str, columns: Mapping[str, ArrayLike], *, threshold: float = 0.5, min_size: int = 0
+) -> Attribute:
+    """One group per column; member iff the value is >= ``threshold`` (NaN: not a member).
+
+    >>> a = indicator_attribute("identity", {"male": [1.0, 0.0, 0.7], "female": [0, 1, float("nan")]})
+    >>> [c.group for c in a.comparisons], a.masks["identity=male"].tolist()
+    (['male', 'female'], [True, False, True])
+    """
+    masks: dict[str, BoolArray] = {}
+    comparisons = []
+    dropped = []
+    n = None
+    all_missing: BoolArray | None = None
+    for group, values in columns.items():
+        arr = np.asarray(values)
+        if arr.ndim != 1:
+            raise ValueError(f"indicator column {group!r} must be 1-dimensional, got shape {arr.shape}")
+        if n is not None and arr.shape[0] != n:
+            raise ValueError(f"indicator column {group!r} has {arr.shape[0]} rows, expected {n}")
+        n = arr.shape[0]
+        as_float = arr.astype(np.float64, copy=False)  # no copy of a float64 column (~1 ms per group)
+        missing = np.isnan(as_float)
+        all_missing = missing if all_missing is None else all_missing & missing
+        with np.errstate(invalid="ignore"):
+            mask = as_float >= threshold
+        if np.count_nonzero(mask) < min_size:
+            dropped.append(group)
+            continue
+        key = _key(name, group)
+        masks[key] = mask
+        comparisons.append(Comparison(name, group, key))
+    n_missing = 0 if all_missing is None else int(all_missing.sum())
+    return Attribute(name, "indicator", masks, tuple(comparisons), n_missing, tuple(dropped))
+
+
+class _CodeMasks(Mapping[str, BoolArray]):
+    """Masks ``codes == i`` made on access, so 200 categories do not hold 200 masks at once."""
+
+    def __init__(self, codes: NDArray[np.int64], keys: Mapping[str, int]) -> None:
+        self._codes = codes
+        self._keys = dict(keys)
+
+    def __getitem__(self, key: str) -> BoolArray:
+        code = self._keys[key]
+        # code -2 is the attribute's universe: every row with a value
+        mask: BoolArray = self._codes >= 0 if code == -2 else self._codes == code
+        return mask
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+
+def _is_missing(v: object) -> bool:
+    if v is None:
+        return True
+    try:
+        return bool(v != v) or v == ""  # NaN is the one value unequal to itself
+    except (TypeError, ValueError):  # pandas.NA and friends refuse to be truth-tested: missing
+        return True
+
+
+def _missing(values: NDArray[np.generic]) -> BoolArray:
+    mask: BoolArray
+    if values.dtype.kind in "biu":
+        return np.zeros(values.shape, dtype=bool)
+    if values.dtype.kind == "f":
+        mask = np.isnan(values)
+        return mask
+    if values.dtype.kind == "U":
+        mask = values == ""
+        return mask
+    return np.frompyfunc(_is_missing, 1, 1)(values).astype(bool)  # type: ignore[no-any-return]
+
+
+def category_name(value: object) -> str:
+    """The group name of a value: whole numbers without a decimal point, so 1, 1.0 and "1" are one group.
+
+    A column with a NULL reads as float (1.0) in one window and as int (1) in the next; the
+    group must keep one name across windows.
+
+    >>> category_name(1.0), category_name(np.int64(2)), category_name(2.5), category_name("a"), category_name(True)
+    ('1', '2', '2.5', 'a', 'True')
+    """
+    if isinstance(value, bool | np.bool_):
+        return str(bool(value))
+    if isinstance(value, int | np.integer):
+        return str(int(value))
+    if isinstance(value, float | np.floating) and float(value).is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _factorize(values: ArrayLike) -> tuple[NDArray[np.int64], list[str], int]:
+    """Integer codes (-1 for missing), category names as text, number missing."""
+    arr = np.asarray(values)
+    if arr.ndim != 1:
+        raise ValueError(f"a categorical column must be 1-dimensional, got shape {arr.shape}")
+    missing = _missing(arr)
+    present = arr[~missing]
+    if present.dtype.kind in "US":
+        text = present.astype(str)
+    else:
+        text = (
+            np.frompyfunc(category_name, 1, 1)(present).astype(str) if present.size else present.astype(str)
+        )
+    names, inverse = np.unique(text, return_inverse=True)
+    codes = np.full(arr.shape[0], -1, dtype=np.int64)
+    codes[~missing] = inverse
+    return codes, [str(n) for n in names], int(missing.sum())
+
+
+def _categorical(
+    name: str,
+    codes: NDArray[np.int64],
+    names: Sequence[str],
+    n_missing: int,
+    reference: str,
+    min_size: int,
+) -> Attribute:
+    sizes = np.bincount(codes[codes >= 0], minlength=len(names))
+    keys = {_key(name, g): i for i, g in enumerate(names)}
+    comparisons: list[Comparison] = []
+    dropped = [g for g, size in zip(names, sizes, strict=True) if size < min_size]
+    if reference == REST:
+        universe = _key(name, "*")
+        keys[universe] = -2
+        for g, size in zip(names, sizes, strict=True):
+            if size >= min_size:
+                comparisons.append(Comparison(name, g, _key(name, g), REST, None, (universe,)))
+    else:
+        ref_key = _key(name, reference)
+        if ref_key not in keys:  # absent from this window: an empty reference, values NaN
+            keys[ref_key] = -3
+        for g, size in zip(names, sizes, strict=True):
+            if g != reference and size >= min_size:
+                comparisons.append(Comparison(name, g, _key(name, g), reference, ref_key))
+    kept = {c.key for c in comparisons} | {c.reference_key for c in comparisons if c.reference_key}
+    kept |= {u for c in comparisons for u in (c.universe or ())}
+    masks = _CodeMasks(codes, {k: v for k, v in keys.items() if k in kept})
+    return Attribute(name, "categorical", masks, tuple(comparisons), n_missing, tuple(dropped))
+
+
+def categorical_attribute(
+    name: str, values: ArrayLike, *, reference: str | int | float = REST, min_size: int = 0
+) -> Attribute:
+    """One group per distinct value, each compared with ``reference`` (a value, or ``"rest"``).
+
+    >>> a = categorical_attribute("race", ["a", "b", None, "a", "c"], reference="a")
+    >>> [(c.group, c.reference) for c in a.comparisons], a.n_missing
+    ([('b', 'a'), ('c', 'a')], 1)
+    """
+    codes, names, n_missing = _factorize(values)
+    return _categorical(name, codes, names, n_missing, category_name(reference), min_size)
+
+
+def intersection_attribute(
+    columns: Mapping[str, ArrayLike],
+    *,
+    reference: str | Sequence[str] = REST,
+    min_size: int = 0,
+    separator: str = "&",
+) -> Attribute:
+    """Groups of value tuples across categorical columns (``race&sex = Black&Female``).
+
+    A row with a missing value in any column belongs to no intersection. Groups smaller
+    than ``min_size`` are pruned and listed in ``dropped``.
+
+    >>> a = intersection_attribute({"race": ["a", "a", "b", "b"], "sex": ["f", "m", "f", "f"]}, min_size=2)
+    >>> a.name, a.groups, a.dropped
+    ('race&sex', ['b&f'], ('a&f', 'a&m'))
+    """
+    if len(columns) < 2:
+        raise ValueError("an intersection needs at least two columns")
+    name = separator.join(columns)
+    parts = [_factorize(v) for v in columns.values()]
+    n = parts[0][0].shape[0]
+    if any(p[0].shape[0] != n for p in parts):
+        raise ValueError("intersection columns must have the same length")
+    missing = np.zeros(n, dtype=bool)
+    combined = np.zeros(n, dtype=np.int64)
+    for codes, names, _ in parts:
+        missing |= codes < 0
+        combined = combined * (len(names) + 1) + (codes + 1)
+    present = combined[~missing]
+    uniq, inverse = np.unique(present, return_inverse=True)
+    codes = np.full(n, -1, dtype=np.int64)
+    codes[~missing] = inverse
+    labels = []
+    for combo in uniq:
+        rest, pieces = int(combo), []
+        for _, names_i, _ in reversed(parts):  # undo the mixed-radix packing, last column first
+            rest, digit = divmod(rest, len(names_i) + 1)
+            pieces.append(names_i[digit - 1])
+        labels.append(separator.join(reversed(pieces)))
+    ref = reference if isinstance(reference, str) else separator.join(category_name(r) for r in reference)
+    return _categorical(name, codes, labels, int(missing.sum()), ref, min_size)
+
+
+def table_for(
+    y_score: ArrayLike,
+    y_true: ArrayLike,
+    attributes: Sequence[Attribute],
+    *,
+    sample_weight: ArrayLike | None = None,
+) -> ScoreTable:
+    """The :class:`ScoreTable` of a window with every group of ``attributes``."""
+    # A ChainMap looks masks up one at a time: categorical masks are made and dropped in turn.
+    # ChainMap is typed for mutable maps but only reads here; the lazy masks are read-only.
+    maps = (a.masks if not isinstance(a.masks, dict) else dict(a.masks) for a in attributes)
+    masks = ChainMap(*(cast("MutableMapping[str, BoolArray]", m) for m in maps))
+    return ScoreTable.from_arrays(y_score, y_true, masks, sample_weight=sample_weight)
