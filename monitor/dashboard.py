@@ -25,7 +25,7 @@ from typing import Any
 
 from metrics_core import REGISTRY, FairRange, MetricSpec, get_metric, metric_names, resolve_fair_range
 from monitor.config import ModelConfig, Settings
-from monitor.exporter import PREFIX, STATE_CODES
+from monitor.exporter import FAMILY_PREFIX, STATE_CODES
 
 __all__ = ["DATASOURCE", "UID", "render_dashboard"]
 
@@ -148,7 +148,7 @@ def _matchers(labels: Sequence[str] = _GROUP, **fixed: str) -> str:
 
 def _sel(family: str, labels: Sequence[str] = _GROUP, **fixed: str) -> str:
     """``fairwatch_<family>{...}`` filtered by the template variables of ``labels``."""
-    return f"{PREFIX}{family}{{{_matchers(labels, **fixed)}}}"
+    return f"{FAMILY_PREFIX}{family}{{{_matchers(labels, **fixed)}}}"
 
 
 def _target(ref: str, expr: str, legend: str = "__auto", *, table: bool = False) -> dict[str, Any]:
@@ -325,10 +325,10 @@ def _state_table(group_metrics: list[str]) -> Panel:
     state = f"{by} ({_sel('metric_state', _COMPANION)})"
     # The value families have no `metric` label: it is taken from the family name, and the
     # `and` keeps the values of the metrics selected in $metric.
-    values = f'{{__name__=~"{PREFIX}({"|".join(group_metrics)})",{_matchers()}}}'
+    values = f'{{__name__=~"{FAMILY_PREFIX}({"|".join(group_metrics)})",{_matchers()}}}'
     columns = {
         "state": state,
-        "value": f'{by} (label_replace({values}, "metric", "$1", "__name__", "{PREFIX}(.+)")) and {state}',
+        "value": f'{by} (label_replace({values}, "metric", "$1", "__name__", "{FAMILY_PREFIX}(.+)")) and {state}',
         **{
             name: f"{by} ({_sel(family, _COMPANION)})"
             for name, family in (
@@ -556,7 +556,7 @@ def _health_panels() -> list[Panel]:
             "short",
             "Scheduled runs that crashed or were missed (increase of fairwatch_job_errors_total); see the "
             "service log.",
-            (f"sum(increase({PREFIX}job_errors_total{_RATE}))", "job errors"),
+            (f"sum(increase({FAMILY_PREFIX}job_errors_total{_RATE}))", "job errors"),
             size=(8, 6),
             bars=True,
         ),
@@ -565,8 +565,11 @@ def _health_panels() -> list[Panel]:
             "short",
             "Alert notifications delivered and failed, per sink (increase of fairwatch_alerts_sent_total "
             "and fairwatch_alert_delivery_failures_total).",
-            (f"sum by (sink) (increase({PREFIX}alerts_sent_total{_RATE}))", "{{sink}} sent"),
-            (f"sum by (sink) (increase({PREFIX}alert_delivery_failures_total{_RATE}))", "{{sink}} failed"),
+            (f"sum by (sink) (increase({FAMILY_PREFIX}alerts_sent_total{_RATE}))", "{{sink}} sent"),
+            (
+                f"sum by (sink) (increase({FAMILY_PREFIX}alert_delivery_failures_total{_RATE}))",
+                "{{sink}} failed",
+            ),
             size=(8, 6),
             bars=True,
         ),
@@ -588,13 +591,13 @@ def _variables() -> list[dict[str, Any]]:
     datasource |= {"refresh": 1, "regex": "", "skipUrlSync": False}
     return [
         datasource,
-        _query_variable("model", "Model", f"label_values({PREFIX}evaluations_total, model)"),
+        _query_variable("model", "Model", f"label_values({FAMILY_PREFIX}evaluations_total, model)"),
         _query_variable("window", "Window", f"label_values({_sel('window_rows', _MODEL)}, window)"),
         _query_variable(
             "attribute", "Attribute", f"label_values({_sel('group_rows', _WINDOW)}, attribute)", True
         ),
         _query_variable("group", "Group", f"label_values({_sel('group_rows', _ATTRIBUTE)}, group)", True),
-        _query_variable("metric", "Metric", f"label_values({PREFIX}metric_state, metric)", True),
+        _query_variable("metric", "Metric", f"label_values({FAMILY_PREFIX}metric_state, metric)", True),
     ]
 
 

@@ -35,6 +35,7 @@ from monitor.errors import ConfigError
 from monitor.results import WindowResult
 from monitor.serialize import evaluation_rows, finite_or_none, model_value_rows
 from monitor.snapshot import ActiveAlert, ModelStatus, Snapshot
+from monitor.timestamps import iso_z
 
 __all__ = ["ServerHandle", "make_app", "serve"]
 
@@ -209,7 +210,7 @@ def results_data(snapshot: Snapshot, filters: Mapping[str, set[str]] | None = No
     filters = filters or {}
     evaluations = [s.last_evaluation for s in snapshot.models.values() if s.last_evaluation is not None]
     return {
-        "generated_at": _iso(snapshot.created_at),
+        "generated_at": _iso_z_or_none(snapshot.created_at),
         "models": [_model_json(status) for status in snapshot.models.values()],
         "results": _filtered(evaluation_rows(evaluations), filters),
         "model_values": _filtered(model_value_rows(evaluations), filters),
@@ -229,10 +230,10 @@ def _model_json(status: ModelStatus) -> dict[str, Any]:
         "name": status.name,
         "source_up": status.source_up,
         "interval_seconds": status.interval_seconds,
-        "last_success": _iso(status.last_success),
-        "last_attempt": _iso(status.last_attempt),
+        "last_success": _iso_z_or_none(status.last_success),
+        "last_attempt": _iso_z_or_none(status.last_attempt),
         "last_error": redact(status.last_error) if status.last_error else None,
-        "evaluated_at": _iso(evaluation.evaluated_at) if evaluation else None,
+        "evaluated_at": _iso_z_or_none(evaluation.evaluated_at) if evaluation else None,
         "evaluations_total": status.evaluations_total,
         "failures_total": status.failures_total,
         "rows_read_total": status.rows_read_total,
@@ -245,10 +246,10 @@ def _model_json(status: ModelStatus) -> dict[str, Any]:
 def _window_json(w: WindowResult) -> dict[str, Any]:
     return {
         "window": w.window,
-        "start": _iso(w.start),
-        "end": _iso(w.end),
-        "label_start": _iso(w.label_start),
-        "label_end": _iso(w.label_end),
+        "start": _iso_z_or_none(w.start),
+        "end": _iso_z_or_none(w.end),
+        "label_start": _iso_z_or_none(w.label_start),
+        "label_end": _iso_z_or_none(w.label_end),
         "n_rows": w.n_rows,
         "n_labeled": w.n_labeled,
         "label_coverage": finite_or_none(w.label_coverage),
@@ -273,8 +274,8 @@ def _alert_json(alert: ActiveAlert) -> dict[str, Any]:
         "labels": dict(alert.labels),
         "annotations": dict(alert.annotations),
         "state": alert.state,
-        "active_since": _iso(alert.active_since),
-        "firing_since": _iso(alert.firing_since),
+        "active_since": _iso_z_or_none(alert.active_since),
+        "firing_since": _iso_z_or_none(alert.firing_since),
         "value": finite_or_none(alert.value),
     }
 
@@ -284,8 +285,8 @@ def redact(text: str) -> str:
     return _URL_PASSWORD.sub(r"\g<keep>***@", text)
 
 
-def _iso(t: datetime | None) -> str | None:
-    return None if t is None else t.isoformat().replace("+00:00", "Z")
+def _iso_z_or_none(t: datetime | None) -> str | None:
+    return None if t is None else iso_z(t)
 
 
 def _dumps(obj: Any) -> bytes:
@@ -315,7 +316,7 @@ def landing_page(snapshot: Snapshot) -> str:
     return (
         "<!doctype html>\n<html><head><meta charset='utf-8'><title>fairwatch</title></head><body>"
         "<h1>fairwatch</h1>"
-        f"<p>Snapshot of {html.escape(_iso(snapshot.created_at) or 'never')}; "
+        f"<p>Snapshot of {html.escape(_iso_z_or_none(snapshot.created_at) or 'never')}; "
         f"{len(snapshot.alerts)} active alert(s).</p>"
         f"<table><tr>{headers}</tr>{rows}</table>"
         f"<ul>{links}</ul></body></html>\n"
@@ -332,7 +333,7 @@ def _model_row(status: ModelStatus, alerts: tuple[ActiveAlert, ...]) -> str:
     cells = [
         status.name,
         source,
-        (_iso(evaluation.evaluated_at) if evaluation else None) or "never",
+        (_iso_z_or_none(evaluation.evaluated_at) if evaluation else None) or "never",
         str(n_alerts),
         *(str(counts[state]) for state in STATES),
     ]

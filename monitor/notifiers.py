@@ -24,13 +24,14 @@ import urllib.parse
 import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from monitor import __version__
 from monitor.config import AlertsConfig
 from monitor.errors import AlertDeliveryError, ConfigError
 from monitor.snapshot import ActiveAlert
+from monitor.timestamps import rfc3339_utc_millis
 
 __all__ = [
     "AlertmanagerNotifier",
@@ -103,8 +104,8 @@ class AlertmanagerNotifier:
         body: dict[str, Any] = {
             "labels": dict(alert.labels),
             "annotations": dict(alert.annotations),
-            "startsAt": _iso(_starts_at(alert)),
-            "endsAt": _iso(ends_at),
+            "startsAt": rfc3339_utc_millis(_starts_at(alert)),
+            "endsAt": rfc3339_utc_millis(ends_at),
         }
         if self.generator_url:
             body["generatorURL"] = self.generator_url
@@ -136,7 +137,7 @@ class WebhookNotifier:
         if not firing and not resolved:
             return
         alerts = [self._alert(a, "firing", _NO_END) for a in firing]
-        alerts += [self._alert(a, "resolved", _iso(now)) for a in resolved]
+        alerts += [self._alert(a, "resolved", rfc3339_utc_millis(now)) for a in resolved]
         payload = {
             "version": "1",
             "receiver": "fairwatch",
@@ -150,7 +151,7 @@ class WebhookNotifier:
             "status": status,
             "labels": dict(alert.labels),
             "annotations": dict(alert.annotations),
-            "startsAt": _iso(_starts_at(alert)),
+            "startsAt": rfc3339_utc_millis(_starts_at(alert)),
             "endsAt": ends_at,
             "generatorURL": self.generator_url or "",
         }
@@ -327,11 +328,6 @@ def _short_body(exc: urllib.error.HTTPError) -> str:
 
 
 # -- formatting ------------------------------------------------------------------------------------------
-
-
-def _iso(t: datetime) -> str:
-    """RFC 3339 in UTC with a ``Z``, as Alertmanager writes it."""
-    return t.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _starts_at(alert: ActiveAlert) -> datetime:

@@ -46,7 +46,7 @@ import yaml
 from metrics_core import REGISTRY, FairRange, MetricSpec, resolve_fair_range
 from monitor.alerting import fair_range_text
 from monitor.config import AlertsConfig, Settings
-from monitor.exporter import PREFIX, STATE_CODES
+from monitor.exporter import FAMILY_PREFIX, STATE_CODES
 
 __all__ = [
     "ALERTNAME",
@@ -212,8 +212,8 @@ def _fairness_rule(
 def _fairness_expr(metric: str, model_matcher: str) -> str:
     """The metric's value where fairwatch judged it a violation, or a firing alert is still out of range."""
     extra = f", {model_matcher}" if model_matcher else ""
-    value = f"{PREFIX}{metric}{{{model_matcher}}}" if model_matcher else f"{PREFIX}{metric}"
-    state = f'{PREFIX}metric_state{{metric="{metric}"{extra}}}'
+    value = f"{FAMILY_PREFIX}{metric}{{{model_matcher}}}" if model_matcher else f"{FAMILY_PREFIX}{metric}"
+    state = f'{FAMILY_PREFIX}metric_state{{metric="{metric}"{extra}}}'
     firing = f'ALERTS{{alertname="{ALERTNAME}", alertstate="firing", metric="{metric}"{extra}}}'
     return (
         f"{value}\n"
@@ -286,7 +286,7 @@ def _with_series(metric: str, text: str) -> str:
 def _companion_value(suffix: str) -> str:
     """A template printing the alert's companion series (interval or fair-range bound), 3 digits."""
     return (
-        f'{{{{ with printf "{PREFIX}{suffix}{{%s}}" {_SERIES_VAR} | query }}}}'
+        f'{{{{ with printf "{FAMILY_PREFIX}{suffix}{{%s}}" {_SERIES_VAR} | query }}}}'
         '{{ . | first | value | printf "%.3g" }}{{ else }}unknown{{ end }}'
     )
 
@@ -297,8 +297,8 @@ def _companion_value(suffix: str) -> str:
 def _health_rules(severity: str, runbook_url: str) -> list[dict[str, Any]]:
     """The monitor watching itself. A blind monitor is as urgent as the alerts it can no longer
     raise, so these take the fairness alerts' severity; rejected rows are only ``info``."""
-    interval = f"{PREFIX}model_interval_seconds"
-    success = f"{PREFIX}last_evaluation_success_timestamp_seconds"
+    interval = f"{FAMILY_PREFIX}model_interval_seconds"
+    success = f"{FAMILY_PREFIX}last_evaluation_success_timestamp_seconds"
     rules = [
         _health_rule(
             "FairwatchEvaluationStale",
@@ -313,7 +313,7 @@ def _health_rules(severity: str, runbook_url: str) -> list[dict[str, Any]]:
         ),
         _health_rule(
             "FairwatchSourceDown",
-            f"{PREFIX}source_up == 0\n",
+            f"{FAMILY_PREFIX}source_up == 0\n",
             _HEALTH_FOR,
             severity,
             "fairwatch cannot read the prediction log of model {{ $labels.model }}",
@@ -323,7 +323,7 @@ def _health_rules(severity: str, runbook_url: str) -> list[dict[str, Any]]:
         ),
         _health_rule(
             "FairwatchAbsent",
-            f'absent({PREFIX}build_info)\nor\nup{{job=~".*fairwatch.*"}} == 0\n',
+            f'absent({FAMILY_PREFIX}build_info)\nor\nup{{job=~".*fairwatch.*"}} == 0\n',
             _HEALTH_FOR,
             severity,
             "fairwatch is not being scraped",
@@ -333,8 +333,8 @@ def _health_rules(severity: str, runbook_url: str) -> list[dict[str, Any]]:
         ),
         _health_rule(
             "FairwatchRowsRejected",
-            f"sum without (reason) (rate({PREFIX}rows_rejected_total[{_REJECTED_RATE_WINDOW}]))\n"
-            f"  / rate({PREFIX}rows_read_total[{_REJECTED_RATE_WINDOW}])\n"
+            f"sum without (reason) (rate({FAMILY_PREFIX}rows_rejected_total[{_REJECTED_RATE_WINDOW}]))\n"
+            f"  / rate({FAMILY_PREFIX}rows_read_total[{_REJECTED_RATE_WINDOW}])\n"
             f"> {REJECTED_RATIO:g}\n",
             _REJECTED_FOR,
             "info",

@@ -8,21 +8,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from datetime import datetime
 from typing import Any
 
 from metrics_core import get_metric
 from monitor.results import ModelEvaluation
+from monitor.timestamps import iso_z
 
 __all__ = ["evaluation_rows", "finite_or_none", "model_value_rows"]
 
 
 def finite_or_none(x: float) -> float | None:
     return float(x) if x is not None and math.isfinite(x) else None
-
-
-def _iso(t: datetime) -> str:
-    return t.isoformat().replace("+00:00", "Z")
 
 
 def _needs_labels(metric: str) -> bool:
@@ -57,9 +53,9 @@ def evaluation_rows(evaluations: Iterable[ModelEvaluation]) -> list[dict[str, An
                         "support": finite_or_none(v.support),
                         "reason": v.reason,
                         # label-based metrics are computed on the window shifted back by label_delay
-                        "window_start": _iso(w.label_start if _needs_labels(v.metric) else w.start),
-                        "window_end": _iso(w.label_end if _needs_labels(v.metric) else w.end),
-                        "evaluated_at": _iso(ev.evaluated_at),
+                        "window_start": iso_z(w.label_start if _needs_labels(v.metric) else w.start),
+                        "window_end": iso_z(w.label_end if _needs_labels(v.metric) else w.end),
+                        "evaluated_at": iso_z(ev.evaluated_at),
                     }
                 )
     return rows
