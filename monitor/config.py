@@ -8,11 +8,10 @@ Secret), never in the file. Durations are written ``90s``, ``5m``, ``24h``, ``7d
 
 from __future__ import annotations
 
-import importlib
-import inspect
 import math
 import os
 import re
+from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -23,13 +22,16 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    SerializeAsAny,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
 
 from metrics_core import get_metric
 from monitor.errors import ConfigError
+from monitor.tasks import TASKS, TaskName, TaskOptions
 
 __all__ = [
     "AlertsConfig",
@@ -179,25 +181,11 @@ def _default_windows() -> list[WindowConfig]:
     return [WindowConfig(name="1h", length=timedelta(hours=1))]
 
 
-Task = Literal["binary", "multiclass", "regression", "recommender", "clustering", "text"]
-
-#: Columns each task needs (beyond id and timestamp).
-TASK_COLUMNS: dict[str, tuple[str, ...]] = {
-    "binary": (),  # score or prediction, checked below
-    "multiclass": ("prediction",),
-    "regression": ("score",),
-    "recommender": ("user", "item"),
-    "clustering": ("cluster",),
-    "text": ("text",),
-}
-
-
 class ModelConfig(_Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_.:-]+$")
-    task: Task = "binary"
-    options: dict[str, Any] = Field(
-        default_factory=dict
-    )  # task options (top-k, quantiles, word-list files, ...)
+    task: TaskName = "binary"
+    # the task's options (top-k, word-list files, ...), checked against the task's options model
+    options: SerializeAsAny[TaskOptions] = Field(default_factory=dict, validate_default=True)
     source: SourceConfig
     labels: LabelsConfig | None = None
     columns: ColumnsConfig = Field(default_factory=ColumnsConfig)
@@ -211,6 +199,18 @@ class ModelConfig(_Strict):
     fair_ranges: dict[str, tuple[float | None, float | None]] = Field(default_factory=dict)
     min_samples: int = Field(default=100, ge=1)
     max_groups: int = Field(default=200, ge=1)  # cap on exported groups per attribute
+
+    @field_validator("options", mode="before")
+    @classmethod
+    def _task_options(cls, v: object, info: ValidationInfo) -> TaskOptions:
+        task = info.data.get("task")
+        if task is None:  # the task itself is invalid, and reported as such
+            return TaskOptions()
+        if isinstance(v, TaskOptions):
+            return v
+        if not isinstance(v, Mapping):
+            raise ValueError(f"options must be a mapping of option names to values, got {v!r}")
+        return TASKS[task].parse_options(v)
 
     @field_validator("metrics")
     @classmethod
@@ -244,58 +244,18 @@ class ModelConfig(_Strict):
         names = [w.name for w in self.windows]
         if len(set(names)) != len(names):
             raise ValueError(f"window names must be unique, got {names}")
-        if self.task == "binary" and not self.columns.score and not self.columns.prediction:
-            raise ValueError("columns: give `score` or `prediction` (or both)")
-        missing = [c for c in TASK_COLUMNS[self.task] if not getattr(self.columns, c)]
+        task = TASKS[self.task]
+        missing = task.missing_columns(self.columns)
         if missing:
             raise ValueError(f"task {self.task} needs columns: {', '.join(missing)}")
-        if self.task == "recommender" and not (self.columns.rank or self.columns.score):
-            raise ValueError("task recommender needs columns: rank or score")
-        if self.options:
-            allowed = _task_options(self.task)
-            unknown = sorted(set(self.options) - allowed)
-            if unknown:
-                raise ValueError(
-                    f"options {unknown} are not options of task {self.task}; "
-                    f"its options are: {', '.join(sorted(allowed)) or 'none'}"
-                )
         if self.metrics is not None:
-            wrong = [m for m in self.metrics if _family_of(m) not in _TASK_FAMILIES[self.task]]
+            wrong = [m for m in self.metrics if get_metric(m).family not in task.families]
             if wrong:
                 raise ValueError(f"metrics {wrong} do not apply to task {self.task}")
         attrs = [g.attribute for g in self.groups]
         if len(set(attrs)) != len(attrs):
             raise ValueError(f"attribute names must be unique, got {attrs}")
         return self
-
-
-_TASK_FAMILIES: dict[str, tuple[str, ...]] = {
-    "binary": ("classification", "ranking", "model"),
-    "multiclass": ("multiclass",),
-    "regression": ("regression",),
-    "recommender": ("recommender",),
-    "clustering": ("clustering",),
-    "text": ("text",),
-}
-
-
-def _task_options(task: str) -> set[str]:
-    """Keyword options the task's family ``evaluate`` accepts (text also takes ``<name>_file`` forms)."""
-    if task == "binary":
-        return set()
-    evaluate = importlib.import_module(f"metrics_core.{task}").evaluate
-    params = inspect.signature(evaluate).parameters.values()
-    names = {p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY}
-    names -= {"metrics", "confidence", "fair_ranges", "min_samples"}
-    if task == "text":
-        names |= {f"{n}_file" for n in ("lexicon", "word_lists", "targets", "weat_sets", "embeddings")}
-    # options the families take through **options
-    names |= {"multiclass": {"classes"}, "regression": {"no_disparate_impact_bounds"}}.get(task, set())
-    return names
-
-
-def _family_of(metric: str) -> str:
-    return get_metric(metric).family
 
 
 class AlertmanagerConfig(_Strict):
@@ -435,9 +395,6 @@ def _resolve_relative_paths(settings: Settings, base: Path) -> Settings:
     models = []
     for m in settings.models:
         labels = m.labels.model_copy(update={"source": fix(m.labels.source)}) if m.labels else None
-        options = {
-            k: (str(base / v) if k.endswith("_file") and isinstance(v, str) and not os.path.isabs(v) else v)
-            for k, v in m.options.items()
-        }
+        options = m.options.relative_to(base)
         models.append(m.model_copy(update={"source": fix(m.source), "labels": labels, "options": options}))
     return settings.model_copy(update={"models": models})

@@ -23,9 +23,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from metrics_core import REGISTRY, FairRange, MetricSpec, get_metric, metric_names, resolve_fair_range
-from monitor.config import ModelConfig, Settings
+from metrics_core import RATES, REGISTRY, FairRange, MetricSpec, resolve_fair_range
+from monitor.config import Settings
 from monitor.exporter import FAMILY_PREFIX, STATE_CODES
+from monitor.tasks import metrics_for
 
 __all__ = ["DATASOURCE", "UID", "render_dashboard"]
 
@@ -118,24 +119,14 @@ def _metric_plans(settings: Settings | None) -> list[_MetricPlan]:
         return [_MetricPlan(spec, {spec.fair_range: ()}) for spec in REGISTRY.values()]
     ranges: dict[str, dict[FairRange | None, list[str]]] = {}
     for model in settings.models:
-        for name in _model_metrics(model):
-            fair_range = resolve_fair_range(name, model.fair_ranges)
-            ranges.setdefault(name, {}).setdefault(fair_range, []).append(model.name)
+        for spec in metrics_for(model):
+            fair_range = resolve_fair_range(spec.name, model.fair_ranges)
+            ranges.setdefault(spec.name, {}).setdefault(fair_range, []).append(model.name)
     return [
         _MetricPlan(spec, {r: tuple(models) for r, models in ranges[name].items()})
         for name, spec in REGISTRY.items()
         if name in ranges
     ]
-
-
-def _model_metrics(model: ModelConfig) -> list[str]:
-    """The metrics the evaluator computes for ``model`` (selected as ``Evaluator._window`` does)."""
-    specs = [get_metric(name) for name in (model.metrics or metric_names())]
-    if model.columns.score is None:
-        specs = [s for s in specs if "y_score" not in s.requires]
-    if not model.columns.label:
-        specs = [s for s in specs if "y_true" not in s.requires]
-    return [s.name for s in specs]
 
 
 # --- building blocks ------------------------------------------------------------------------
@@ -409,7 +400,7 @@ def _metric_panel(plan: _MetricPlan) -> Panel:
                     _override("byFrameRefID", ref, color=red, custom__lineWidth=2, custom__lineStyle=_DASHED)
                 )
         notes.append("Dashed red: the fair range in force, as the service exports it.")
-    rate = spec.computation == "rate"
+    rate = name in RATES  # a per-group rate (selection rate, TPR, ...): drawn as a percentage
     return _timeseries(
         name,
         "percentunit" if rate else "none",
