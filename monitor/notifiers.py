@@ -25,7 +25,7 @@ import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Any, NotRequired, Protocol, TypedDict
 
 from monitor import __version__
 from monitor.config import AlertsConfig
@@ -47,6 +47,34 @@ __all__ = [
 # receiver written for Alertmanager's webhooks parses ours.
 _NO_END = "0001-01-01T00:00:00Z"
 _MAX_ERROR_BODY = 200
+
+
+class AlertmanagerAlert(TypedDict):
+    """One alert of Alertmanager's ``POST /api/v2/alerts`` body."""
+
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    startsAt: str
+    endsAt: str
+    generatorURL: NotRequired[str]
+
+
+class WebhookAlert(TypedDict):
+    status: str
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    startsAt: str
+    endsAt: str
+    generatorURL: str
+
+
+class WebhookPayload(TypedDict):
+    """What :class:`WebhookNotifier` POSTs: shaped like Alertmanager's own webhook payload."""
+
+    version: str
+    receiver: str
+    status: str
+    alerts: list[WebhookAlert]
 
 
 class Notifier(Protocol):
@@ -100,8 +128,8 @@ class AlertmanagerNotifier:
         payload += [self._alert(a, ends_at=now) for a in resolved]
         self._endpoint.post_json(payload, timeout=self.timeout_seconds, sink=self.name)
 
-    def _alert(self, alert: ActiveAlert, *, ends_at: datetime) -> dict[str, Any]:
-        body: dict[str, Any] = {
+    def _alert(self, alert: ActiveAlert, *, ends_at: datetime) -> AlertmanagerAlert:
+        body: AlertmanagerAlert = {
             "labels": dict(alert.labels),
             "annotations": dict(alert.annotations),
             "startsAt": rfc3339_utc_millis(_starts_at(alert)),
@@ -138,7 +166,7 @@ class WebhookNotifier:
             return
         alerts = [self._alert(a, "firing", _NO_END) for a in firing]
         alerts += [self._alert(a, "resolved", rfc3339_utc_millis(now)) for a in resolved]
-        payload = {
+        payload: WebhookPayload = {
             "version": "1",
             "receiver": "fairwatch",
             "status": "firing" if firing else "resolved",
@@ -146,7 +174,7 @@ class WebhookNotifier:
         }
         self._endpoint.post_json(payload, timeout=self.timeout_seconds, sink=self.name)
 
-    def _alert(self, alert: ActiveAlert, status: str, ends_at: str) -> dict[str, Any]:
+    def _alert(self, alert: ActiveAlert, status: str, ends_at: str) -> WebhookAlert:
         return {
             "status": status,
             "labels": dict(alert.labels),
@@ -278,7 +306,7 @@ class _Endpoint:
         opener = urllib.request.build_opener(urllib.request.ProxyHandler(proxies), _NoRedirect())
         return cls(_redacted(parts), authorization, opener)
 
-    def post_json(self, payload: Any, *, timeout: float, sink: str) -> None:
+    def post_json(self, payload: object, *, timeout: float, sink: str) -> None:
         request = urllib.request.Request(
             self.url,
             data=json.dumps(payload).encode(),

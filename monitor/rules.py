@@ -39,7 +39,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import NotRequired, TypedDict
 
 import yaml
 
@@ -107,7 +107,7 @@ def render_rules(settings: Settings | None = None, *, runbook_url: str = RUNBOOK
     return _HEADER + body
 
 
-def build_rules(settings: Settings | None = None, *, runbook_url: str = RUNBOOK_URL) -> dict[str, Any]:
+def build_rules(settings: Settings | None = None, *, runbook_url: str = RUNBOOK_URL) -> RuleFile:
     """The rule file as plain data (``{"groups": [...]}``), in a stable order."""
     alerts = settings.alerts if settings is not None else AlertsConfig()
     fairness = [
@@ -143,6 +143,29 @@ def format_duration(value: timedelta) -> str:
         if count:
             parts.append(f"{count}{unit}")
     return "".join(parts) or "0s"
+
+
+#: One Prometheus alerting rule, as the rule file writes it (``for`` is a Python keyword).
+AlertRule = TypedDict(
+    "AlertRule",
+    {
+        "alert": str,
+        "expr": str,
+        "for": str,
+        "keep_firing_for": NotRequired[str],
+        "labels": dict[str, str],
+        "annotations": dict[str, str],
+    },
+)
+
+
+class RuleGroup(TypedDict):
+    name: str
+    rules: list[AlertRule]
+
+
+class RuleFile(TypedDict):
+    groups: list[RuleGroup]
 
 
 # -- fair ranges per model --------------------------------------------------------------------------------
@@ -190,23 +213,26 @@ def _model_matcher(models: Sequence[str], *, negate: bool = False) -> str:
 # -- fairness rules ---------------------------------------------------------------------------------------
 
 
-def _fairness_rule(
-    spec: MetricSpec, variant: _Variant, alerts: AlertsConfig, runbook_url: str
-) -> dict[str, Any]:
-    rule: dict[str, Any] = {
-        "alert": ALERTNAME,
-        "expr": _fairness_expr(spec.name, variant.matcher),
-        "for": format_duration(alerts.for_),
-    }
-    if alerts.keep_firing_for > timedelta(0):
-        rule["keep_firing_for"] = format_duration(alerts.keep_firing_for)
-    rule["labels"] = {"severity": alerts.severity, "metric": spec.name}
-    rule["annotations"] = {
+def _fairness_rule(spec: MetricSpec, variant: _Variant, alerts: AlertsConfig, runbook_url: str) -> AlertRule:
+    expr = _fairness_expr(spec.name, variant.matcher)
+    for_ = format_duration(alerts.for_)
+    labels = {"severity": alerts.severity, "metric": spec.name}
+    annotations = {
         "summary": _fairness_summary(spec.name, variant.fair_range),
         "description": _fairness_description(spec, variant, alerts.confidence),
         "runbook_url": f"{runbook_url}#{spec.name}",
     }
-    return rule
+    if alerts.keep_firing_for > timedelta(0):  # written after `for`, where people look for it
+        keep = format_duration(alerts.keep_firing_for)
+        return {
+            "alert": ALERTNAME,
+            "expr": expr,
+            "for": for_,
+            "keep_firing_for": keep,
+            "labels": labels,
+            "annotations": annotations,
+        }
+    return {"alert": ALERTNAME, "expr": expr, "for": for_, "labels": labels, "annotations": annotations}
 
 
 def _fairness_expr(metric: str, model_matcher: str) -> str:
@@ -294,7 +320,7 @@ def _companion_value(suffix: str) -> str:
 # -- health rules -----------------------------------------------------------------------------------------
 
 
-def _health_rules(severity: str, runbook_url: str) -> list[dict[str, Any]]:
+def _health_rules(severity: str, runbook_url: str) -> list[AlertRule]:
     """The monitor watching itself. A blind monitor is as urgent as the alerts it can no longer
     raise, so these take the fairness alerts' severity; rejected rows are only ``info``."""
     interval = f"{FAMILY_PREFIX}model_interval_seconds"
@@ -351,7 +377,7 @@ def _health_rules(severity: str, runbook_url: str) -> list[dict[str, Any]]:
 
 def _health_rule(
     name: str, expr: str, for_: timedelta, severity: str, summary: str, description: str
-) -> dict[str, Any]:
+) -> AlertRule:
     return {
         "alert": name,
         "expr": expr,
