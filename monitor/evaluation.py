@@ -7,7 +7,10 @@ rows and it. For each configured window at time ``now``:
 - the *label window*, shifted back by ``label_delay``, feeds metrics that need labels, so
   that labels that arrive days later have arrived.
 
-The source is read once per evaluation, for the union of all windows.
+The source is read once per evaluation, for the union of all windows. Everything the model's
+``task:`` decides - the columns, how bad rows are recognised, which metrics are computed
+(:func:`~monitor.tasks.metrics_for`) and which ``metrics_core`` evaluator computes them - comes
+from :data:`monitor.tasks.TASKS`.
 """
 
 from __future__ import annotations

@@ -190,3 +190,9 @@ models:
     assert kwargs["lexicon"] == ["idiot", "stupid"]
     assert kwargs["n_permutations"] == 50 and "lexicon_file" not in kwargs
     assert kwargs["word_lists"] and kwargs["targets"]  # the shipped defaults
+
+
+def test_every_task_option_is_documented() -> None:
+    page = (Path(__file__).parents[2] / "docs" / "configuration.md").read_text(encoding="utf-8")
+    options = {name for task in TASKS.values() for name in task.options.model_fields}
+    assert sorted(o for o in options if f"`{o}`" not in page) == []
