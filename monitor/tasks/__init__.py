@@ -46,6 +46,14 @@ def metrics_for(model: ModelConfig) -> list[MetricSpec]:
     feeds (no label column: no label metrics; no score: no ranking metrics). The evaluator
     calls this with the columns the window's log actually has (an optional column named by
     default may be absent); the dashboard with the configured ones.
+
+    >>> from monitor.config import settings_from_dict
+    >>> group = {"attribute": "identity", "kind": "indicator", "columns": ["female"]}
+    >>> config = {"name": "m", "source": {"kind": "memory", "name": "m"}, "groups": [group]}
+    >>> unlabeled = settings_from_dict({"models": [config | {"columns": {"label": None}}]}, environ={})
+    >>> names = [spec.name for spec in metrics_for(unlabeled.models[0])]
+    >>> "disparate_impact" in names, "equal_opportunity_difference" in names, "regression_average_score_difference" in names
+    (True, False, False)
     """
     task = TASKS[model.task]
     if model.metrics:
