@@ -201,7 +201,7 @@ class ModelConfig(_Strict):
         task = info.data.get("task")
         if task is None:  # the task itself is invalid, and reported as such
             return TaskOptions()
-        if isinstance(v, TaskOptions):
+        if type(v) is TASKS[task].options:  # already validated (model_copy, model_validate of a model)
             return v
         if not isinstance(v, Mapping):
             raise ValueError(f"options must be a mapping of option names to values, got {v!r}")
