@@ -68,8 +68,10 @@ class AlertUpdate:
     ``active`` holds the pending and firing alerts of *every* model (what a snapshot exports);
     ``firing`` only this model's firing alerts, to push to the sinks at every evaluation;
     ``resolved`` this model's alerts that stopped firing now (``state="resolved"``), to push
-    once with ``endsAt``. The ``started_*`` and ``dropped`` tuples report the transitions of this
-    update, for logs and counters.
+    once with ``endsAt``. ``started_pending`` and ``dropped`` are the transitions no sink hears
+    of (an alert became pending; a pending one cleared before it fired): the service logs them.
+    Starting to fire needs no field of its own: the sinks are told of every firing alert, and
+    the log sink says once per episode when one starts.
     """
 
     model: str
@@ -77,7 +79,6 @@ class AlertUpdate:
     firing: tuple[ActiveAlert, ...]
     resolved: tuple[ActiveAlert, ...]
     started_pending: tuple[ActiveAlert, ...] = ()
-    started_firing: tuple[ActiveAlert, ...] = ()
     dropped: tuple[ActiveAlert, ...] = ()
 
 
@@ -92,7 +93,6 @@ class _Series:
 @dataclass
 class _Transitions:
     started_pending: list[ActiveAlert] = field(default_factory=list)
-    started_firing: list[ActiveAlert] = field(default_factory=list)
     dropped: list[ActiveAlert] = field(default_factory=list)
     resolved: list[ActiveAlert] = field(default_factory=list)
 
@@ -155,19 +155,8 @@ class AlertTracker:
                 firing=self._active(model, state="firing"),
                 resolved=tuple(changes.resolved),
                 started_pending=tuple(changes.started_pending),
-                started_firing=tuple(changes.started_firing),
                 dropped=tuple(changes.dropped),
             )
-
-    def active(self) -> tuple[ActiveAlert, ...]:
-        """Every model's pending and firing alerts, in a stable order."""
-        with self._lock:
-            return self._active()
-
-    def firing(self, model: str | None = None) -> tuple[ActiveAlert, ...]:
-        """The firing alerts of ``model`` (of every model when ``None``)."""
-        with self._lock:
-            return self._active(model, state="firing")
 
     # -- transitions (called with the lock held) -------------------------------------------------------
 
@@ -182,7 +171,7 @@ class AlertTracker:
         )
         series = self._series[key] = _Series(alert)
         changes.started_pending.append(alert)
-        self._fire_if_due(series, now, changes)  # for_ = 0 fires at once
+        self._fire_if_due(series, now)  # for_ = 0 fires at once
 
     def _step_pending(
         self, key: _Key, series: _Series, value: MetricValue | None, now: datetime, changes: _Transitions
@@ -192,7 +181,7 @@ class AlertTracker:
             changes.dropped.append(series.alert)
             return
         series.alert = self._refreshed(series.alert, key, value)
-        self._fire_if_due(series, now, changes)
+        self._fire_if_due(series, now)
 
     def _step_firing(
         self, key: _Key, series: _Series, value: MetricValue | None, now: datetime, changes: _Transitions
@@ -207,10 +196,9 @@ class AlertTracker:
             del self._series[key]
             changes.resolved.append(replace(series.alert, state="resolved"))
 
-    def _fire_if_due(self, series: _Series, now: datetime, changes: _Transitions) -> None:
+    def _fire_if_due(self, series: _Series, now: datetime) -> None:
         if now - series.alert.active_since >= self.for_:
             series.alert = replace(series.alert, state="firing", firing_since=now)
-            changes.started_firing.append(series.alert)
 
     def _refreshed(self, alert: ActiveAlert, key: _Key, value: MetricValue) -> ActiveAlert:
         return replace(alert, annotations=self._annotations(key, value), value=value.value)

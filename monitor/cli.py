@@ -17,13 +17,16 @@ import math
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
 
 from monitor import __version__
 from monitor.errors import ConfigError, FairwatchError
+
+if TYPE_CHECKING:
+    from monitor.results import ModelEvaluation
 
 __all__ = ["main"]
 
@@ -124,7 +127,7 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
-def _evaluate(args: argparse.Namespace, console: Console) -> list[Any]:
+def _evaluate(args: argparse.Namespace, console: Console) -> list[ModelEvaluation]:
     from monitor.config import load_settings
     from monitor.evaluation import build_evaluators
 
@@ -179,7 +182,7 @@ def _fmt(x: float | None, digits: int = 3) -> str:
     return f"{x:.{digits}f}"
 
 
-def _print_table(evaluations: Sequence[Any], console: Console, *, show_all: bool = False) -> None:
+def _print_table(evaluations: Sequence[ModelEvaluation], console: Console, *, show_all: bool = False) -> None:
     for ev in evaluations:
         for w in ev.windows:
             title = (

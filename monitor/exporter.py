@@ -36,9 +36,10 @@ from metrics_core import REGISTRY, STATES, MetricValue, ModelValue
 from monitor.results import ModelEvaluation, WindowResult
 from monitor.snapshot import ModelStatus, Snapshot
 
-__all__ = ["PREFIX", "STATE_CODES", "SnapshotCollector", "build_families"]
+__all__ = ["FAMILY_PREFIX", "STATE_CODES", "SnapshotCollector", "build_families"]
 
-PREFIX = "fairwatch_"
+#: The start of every exported metric family name (``fairwatch_disparate_impact``, ...).
+FAMILY_PREFIX = "fairwatch_"
 
 #: ``fairwatch_metric_state`` values: the position in :data:`metrics_core.STATES`.
 STATE_CODES: dict[str, int] = {state: code for code, state in enumerate(STATES)}
@@ -139,7 +140,9 @@ class _Families:
         )
 
     def _gauge(self, suffix: str, help_text: str, labels: tuple[str, ...]) -> None:
-        self._fixed[suffix] = GaugeMetricFamily(PREFIX + suffix, f"{help_text} {_SCHEDULED}", labels=labels)
+        self._fixed[suffix] = GaugeMetricFamily(
+            FAMILY_PREFIX + suffix, f"{help_text} {_SCHEDULED}", labels=labels
+        )
 
     def fixed(self, suffix: str) -> GaugeMetricFamily:
         return self._fixed[suffix]
@@ -147,7 +150,7 @@ class _Families:
     def value(self, metric: str, labels: tuple[str, ...]) -> GaugeMetricFamily:
         family = self._values.get(metric)
         if family is None:
-            family = GaugeMetricFamily(PREFIX + metric, _metric_help(metric), labels=labels)
+            family = GaugeMetricFamily(FAMILY_PREFIX + metric, _metric_help(metric), labels=labels)
             self._values[metric] = family
         return family
 
@@ -208,7 +211,7 @@ def _add_sizes(families: _Families, model: str, w: WindowResult) -> None:
 
 def _alerts(snapshot: Snapshot) -> GaugeMetricFamily:
     family = GaugeMetricFamily(
-        PREFIX + "alerts",
+        FAMILY_PREFIX + "alerts",
         "1 for each pending or firing fairwatch alert, as Prometheus' ALERTS. " + _SCHEDULED,
         labels=_ALERT_LABELS,
     )
@@ -223,10 +226,10 @@ def _alerts(snapshot: Snapshot) -> GaugeMetricFamily:
 
 def _self_metrics(snapshot: Snapshot, version: str) -> list[Metric]:
     models = list(snapshot.models.values())
-    build = InfoMetricFamily(PREFIX + "build", "fairwatch build information.", labels=["version"])
+    build = InfoMetricFamily(FAMILY_PREFIX + "build", "fairwatch build information.", labels=["version"])
     build.add_metric([version], {})
     job_errors = CounterMetricFamily(
-        PREFIX + "job_errors_total", "Unexpected errors in scheduled jobs (see the log)."
+        FAMILY_PREFIX + "job_errors_total", "Unexpected errors in scheduled jobs (see the log)."
     )
     job_errors.add_metric([], snapshot.job_errors_total)
     return [
@@ -278,7 +281,7 @@ def _self_metrics(snapshot: Snapshot, version: str) -> list[Metric]:
 
 
 def _per_model_counter(name: str, help_text: str, models: list[ModelStatus], field: str) -> Metric:
-    family = CounterMetricFamily(PREFIX + name, help_text, labels=["model"])
+    family = CounterMetricFamily(FAMILY_PREFIX + name, help_text, labels=["model"])
     for status in models:
         family.add_metric([status.name], getattr(status, field))
     return family
@@ -287,7 +290,7 @@ def _per_model_counter(name: str, help_text: str, models: list[ModelStatus], fie
 def _per_model_gauge(
     name: str, help_text: str, models: list[ModelStatus], value_of: Callable[[ModelStatus], float | None]
 ) -> Metric:
-    family = GaugeMetricFamily(PREFIX + name, help_text, labels=["model"])
+    family = GaugeMetricFamily(FAMILY_PREFIX + name, help_text, labels=["model"])
     for status in models:
         value = value_of(status)
         if value is not None and not math.isnan(value):  # "not yet known" is absent, not NaN
@@ -297,7 +300,7 @@ def _per_model_gauge(
 
 def _rows_rejected(models: list[ModelStatus]) -> Metric:
     family = CounterMetricFamily(
-        PREFIX + "rows_rejected_total",
+        FAMILY_PREFIX + "rows_rejected_total",
         "Rows dropped as invalid (bad score, label or group value), by reason.",
         labels=["model", "reason"],
     )
@@ -308,7 +311,7 @@ def _rows_rejected(models: list[ModelStatus]) -> Metric:
 
 
 def _per_sink_counter(name: str, help_text: str, counts: Mapping[str, int]) -> Metric:
-    family = CounterMetricFamily(PREFIX + name, help_text, labels=["sink"])
+    family = CounterMetricFamily(FAMILY_PREFIX + name, help_text, labels=["sink"])
     for sink, n in sorted(counts.items()):
         family.add_metric([sink], n)
     return family

@@ -24,13 +24,14 @@ import urllib.parse
 import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol
+from datetime import datetime, timedelta
+from typing import Any, NotRequired, Protocol, TypedDict
 
 from monitor import __version__
 from monitor.config import AlertsConfig
 from monitor.errors import AlertDeliveryError, ConfigError
 from monitor.snapshot import ActiveAlert
+from monitor.timestamps import rfc3339_utc_millis
 
 __all__ = [
     "AlertmanagerNotifier",
@@ -46,6 +47,34 @@ __all__ = [
 # receiver written for Alertmanager's webhooks parses ours.
 _NO_END = "0001-01-01T00:00:00Z"
 _MAX_ERROR_BODY = 200
+
+
+class AlertmanagerAlert(TypedDict):
+    """One alert of Alertmanager's ``POST /api/v2/alerts`` body."""
+
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    startsAt: str
+    endsAt: str
+    generatorURL: NotRequired[str]
+
+
+class WebhookAlert(TypedDict):
+    status: str
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    startsAt: str
+    endsAt: str
+    generatorURL: str
+
+
+class WebhookPayload(TypedDict):
+    """What :class:`WebhookNotifier` POSTs: shaped like Alertmanager's own webhook payload."""
+
+    version: str
+    receiver: str
+    status: str
+    alerts: list[WebhookAlert]
 
 
 class Notifier(Protocol):
@@ -99,12 +128,12 @@ class AlertmanagerNotifier:
         payload += [self._alert(a, ends_at=now) for a in resolved]
         self._endpoint.post_json(payload, timeout=self.timeout_seconds, sink=self.name)
 
-    def _alert(self, alert: ActiveAlert, *, ends_at: datetime) -> dict[str, Any]:
-        body: dict[str, Any] = {
+    def _alert(self, alert: ActiveAlert, *, ends_at: datetime) -> AlertmanagerAlert:
+        body: AlertmanagerAlert = {
             "labels": dict(alert.labels),
             "annotations": dict(alert.annotations),
-            "startsAt": _iso(_starts_at(alert)),
-            "endsAt": _iso(ends_at),
+            "startsAt": rfc3339_utc_millis(_starts_at(alert)),
+            "endsAt": rfc3339_utc_millis(ends_at),
         }
         if self.generator_url:
             body["generatorURL"] = self.generator_url
@@ -136,8 +165,8 @@ class WebhookNotifier:
         if not firing and not resolved:
             return
         alerts = [self._alert(a, "firing", _NO_END) for a in firing]
-        alerts += [self._alert(a, "resolved", _iso(now)) for a in resolved]
-        payload = {
+        alerts += [self._alert(a, "resolved", rfc3339_utc_millis(now)) for a in resolved]
+        payload: WebhookPayload = {
             "version": "1",
             "receiver": "fairwatch",
             "status": "firing" if firing else "resolved",
@@ -145,12 +174,12 @@ class WebhookNotifier:
         }
         self._endpoint.post_json(payload, timeout=self.timeout_seconds, sink=self.name)
 
-    def _alert(self, alert: ActiveAlert, status: str, ends_at: str) -> dict[str, Any]:
+    def _alert(self, alert: ActiveAlert, status: str, ends_at: str) -> WebhookAlert:
         return {
             "status": status,
             "labels": dict(alert.labels),
             "annotations": dict(alert.annotations),
-            "startsAt": _iso(_starts_at(alert)),
+            "startsAt": rfc3339_utc_millis(_starts_at(alert)),
             "endsAt": ends_at,
             "generatorURL": self.generator_url or "",
         }
@@ -277,7 +306,7 @@ class _Endpoint:
         opener = urllib.request.build_opener(urllib.request.ProxyHandler(proxies), _NoRedirect())
         return cls(_redacted(parts), authorization, opener)
 
-    def post_json(self, payload: Any, *, timeout: float, sink: str) -> None:
+    def post_json(self, payload: object, *, timeout: float, sink: str) -> None:
         request = urllib.request.Request(
             self.url,
             data=json.dumps(payload).encode(),
@@ -327,11 +356,6 @@ def _short_body(exc: urllib.error.HTTPError) -> str:
 
 
 # -- formatting ------------------------------------------------------------------------------------------
-
-
-def _iso(t: datetime) -> str:
-    """RFC 3339 in UTC with a ``Z``, as Alertmanager writes it."""
-    return t.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _starts_at(alert: ActiveAlert) -> datetime:

@@ -39,14 +39,14 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import NotRequired, TypedDict
 
 import yaml
 
 from metrics_core import REGISTRY, FairRange, MetricSpec, resolve_fair_range
 from monitor.alerting import fair_range_text
 from monitor.config import AlertsConfig, Settings
-from monitor.exporter import PREFIX, STATE_CODES
+from monitor.exporter import FAMILY_PREFIX, STATE_CODES
 
 __all__ = [
     "ALERTNAME",
@@ -107,7 +107,7 @@ def render_rules(settings: Settings | None = None, *, runbook_url: str = RUNBOOK
     return _HEADER + body
 
 
-def build_rules(settings: Settings | None = None, *, runbook_url: str = RUNBOOK_URL) -> dict[str, Any]:
+def build_rules(settings: Settings | None = None, *, runbook_url: str = RUNBOOK_URL) -> RuleFile:
     """The rule file as plain data (``{"groups": [...]}``), in a stable order."""
     alerts = settings.alerts if settings is not None else AlertsConfig()
     fairness = [
@@ -143,6 +143,29 @@ def format_duration(value: timedelta) -> str:
         if count:
             parts.append(f"{count}{unit}")
     return "".join(parts) or "0s"
+
+
+#: One Prometheus alerting rule, as the rule file writes it (``for`` is a Python keyword).
+AlertRule = TypedDict(
+    "AlertRule",
+    {
+        "alert": str,
+        "expr": str,
+        "for": str,
+        "keep_firing_for": NotRequired[str],
+        "labels": dict[str, str],
+        "annotations": dict[str, str],
+    },
+)
+
+
+class RuleGroup(TypedDict):
+    name: str
+    rules: list[AlertRule]
+
+
+class RuleFile(TypedDict):
+    groups: list[RuleGroup]
 
 
 # -- fair ranges per model --------------------------------------------------------------------------------
@@ -190,30 +213,33 @@ def _model_matcher(models: Sequence[str], *, negate: bool = False) -> str:
 # -- fairness rules ---------------------------------------------------------------------------------------
 
 
-def _fairness_rule(
-    spec: MetricSpec, variant: _Variant, alerts: AlertsConfig, runbook_url: str
-) -> dict[str, Any]:
-    rule: dict[str, Any] = {
-        "alert": ALERTNAME,
-        "expr": _fairness_expr(spec.name, variant.matcher),
-        "for": format_duration(alerts.for_),
-    }
-    if alerts.keep_firing_for > timedelta(0):
-        rule["keep_firing_for"] = format_duration(alerts.keep_firing_for)
-    rule["labels"] = {"severity": alerts.severity, "metric": spec.name}
-    rule["annotations"] = {
+def _fairness_rule(spec: MetricSpec, variant: _Variant, alerts: AlertsConfig, runbook_url: str) -> AlertRule:
+    expr = _fairness_expr(spec.name, variant.matcher)
+    for_ = format_duration(alerts.for_)
+    labels = {"severity": alerts.severity, "metric": spec.name}
+    annotations = {
         "summary": _fairness_summary(spec.name, variant.fair_range),
         "description": _fairness_description(spec, variant, alerts.confidence),
         "runbook_url": f"{runbook_url}#{spec.name}",
     }
-    return rule
+    if alerts.keep_firing_for > timedelta(0):  # written after `for`, where people look for it
+        keep = format_duration(alerts.keep_firing_for)
+        return {
+            "alert": ALERTNAME,
+            "expr": expr,
+            "for": for_,
+            "keep_firing_for": keep,
+            "labels": labels,
+            "annotations": annotations,
+        }
+    return {"alert": ALERTNAME, "expr": expr, "for": for_, "labels": labels, "annotations": annotations}
 
 
 def _fairness_expr(metric: str, model_matcher: str) -> str:
     """The metric's value where fairwatch judged it a violation, or a firing alert is still out of range."""
     extra = f", {model_matcher}" if model_matcher else ""
-    value = f"{PREFIX}{metric}{{{model_matcher}}}" if model_matcher else f"{PREFIX}{metric}"
-    state = f'{PREFIX}metric_state{{metric="{metric}"{extra}}}'
+    value = f"{FAMILY_PREFIX}{metric}{{{model_matcher}}}" if model_matcher else f"{FAMILY_PREFIX}{metric}"
+    state = f'{FAMILY_PREFIX}metric_state{{metric="{metric}"{extra}}}'
     firing = f'ALERTS{{alertname="{ALERTNAME}", alertstate="firing", metric="{metric}"{extra}}}'
     return (
         f"{value}\n"
@@ -286,7 +312,7 @@ def _with_series(metric: str, text: str) -> str:
 def _companion_value(suffix: str) -> str:
     """A template printing the alert's companion series (interval or fair-range bound), 3 digits."""
     return (
-        f'{{{{ with printf "{PREFIX}{suffix}{{%s}}" {_SERIES_VAR} | query }}}}'
+        f'{{{{ with printf "{FAMILY_PREFIX}{suffix}{{%s}}" {_SERIES_VAR} | query }}}}'
         '{{ . | first | value | printf "%.3g" }}{{ else }}unknown{{ end }}'
     )
 
@@ -294,11 +320,11 @@ def _companion_value(suffix: str) -> str:
 # -- health rules -----------------------------------------------------------------------------------------
 
 
-def _health_rules(severity: str, runbook_url: str) -> list[dict[str, Any]]:
+def _health_rules(severity: str, runbook_url: str) -> list[AlertRule]:
     """The monitor watching itself. A blind monitor is as urgent as the alerts it can no longer
     raise, so these take the fairness alerts' severity; rejected rows are only ``info``."""
-    interval = f"{PREFIX}model_interval_seconds"
-    success = f"{PREFIX}last_evaluation_success_timestamp_seconds"
+    interval = f"{FAMILY_PREFIX}model_interval_seconds"
+    success = f"{FAMILY_PREFIX}last_evaluation_success_timestamp_seconds"
     rules = [
         _health_rule(
             "FairwatchEvaluationStale",
@@ -313,7 +339,7 @@ def _health_rules(severity: str, runbook_url: str) -> list[dict[str, Any]]:
         ),
         _health_rule(
             "FairwatchSourceDown",
-            f"{PREFIX}source_up == 0\n",
+            f"{FAMILY_PREFIX}source_up == 0\n",
             _HEALTH_FOR,
             severity,
             "fairwatch cannot read the prediction log of model {{ $labels.model }}",
@@ -323,7 +349,7 @@ def _health_rules(severity: str, runbook_url: str) -> list[dict[str, Any]]:
         ),
         _health_rule(
             "FairwatchAbsent",
-            f'absent({PREFIX}build_info)\nor\nup{{job=~".*fairwatch.*"}} == 0\n',
+            f'absent({FAMILY_PREFIX}build_info)\nor\nup{{job=~".*fairwatch.*"}} == 0\n',
             _HEALTH_FOR,
             severity,
             "fairwatch is not being scraped",
@@ -333,8 +359,8 @@ def _health_rules(severity: str, runbook_url: str) -> list[dict[str, Any]]:
         ),
         _health_rule(
             "FairwatchRowsRejected",
-            f"sum without (reason) (rate({PREFIX}rows_rejected_total[{_REJECTED_RATE_WINDOW}]))\n"
-            f"  / rate({PREFIX}rows_read_total[{_REJECTED_RATE_WINDOW}])\n"
+            f"sum without (reason) (rate({FAMILY_PREFIX}rows_rejected_total[{_REJECTED_RATE_WINDOW}]))\n"
+            f"  / rate({FAMILY_PREFIX}rows_read_total[{_REJECTED_RATE_WINDOW}])\n"
             f"> {REJECTED_RATIO:g}\n",
             _REJECTED_FOR,
             "info",
@@ -351,7 +377,7 @@ def _health_rules(severity: str, runbook_url: str) -> list[dict[str, Any]]:
 
 def _health_rule(
     name: str, expr: str, for_: timedelta, severity: str, summary: str, description: str
-) -> dict[str, Any]:
+) -> AlertRule:
     return {
         "alert": name,
         "expr": expr,

@@ -8,21 +8,55 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from datetime import datetime
-from typing import Any
+from typing import TypedDict
 
 from metrics_core import get_metric
 from monitor.results import ModelEvaluation
+from monitor.timestamps import iso_z
 
-__all__ = ["evaluation_rows", "finite_or_none", "model_value_rows"]
+__all__ = ["EvaluationRow", "ModelValueRow", "evaluation_rows", "finite_or_none", "model_value_rows"]
 
 
-def finite_or_none(x: float) -> float | None:
+class EvaluationRow(TypedDict):
+    """One judged value: the JSON object of ``fairwatch evaluate --format json`` and ``results``."""
+
+    model: str
+    window: str
+    attribute: str
+    group: str
+    reference: str
+    metric: str
+    value: float | None
+    ci_lower: float | None
+    ci_upper: float | None
+    fair_min: float | None
+    fair_max: float | None
+    state: str
+    n_group: int
+    n_reference: int
+    support: float | None
+    reason: str | None
+    window_start: str
+    window_end: str
+    evaluated_at: str
+
+
+class ModelValueRow(TypedDict):
+    """One model-level value (``model_values`` of ``/api/v1/results``)."""
+
+    model: str
+    window: str
+    attribute: str
+    metric: str
+    value: float | None
+    ci_lower: float | None
+    ci_upper: float | None
+    reason: str | None
+
+
+def finite_or_none(x: float | None) -> float | None:
+    """``x``, or None where JSON has no number for it (NaN, infinities, missing)."""
     return float(x) if x is not None and math.isfinite(x) else None
-
-
-def _iso(t: datetime) -> str:
-    return t.isoformat().replace("+00:00", "Z")
 
 
 def _needs_labels(metric: str) -> bool:
@@ -32,9 +66,9 @@ def _needs_labels(metric: str) -> bool:
         return False
 
 
-def evaluation_rows(evaluations: Iterable[ModelEvaluation]) -> list[dict[str, Any]]:
+def evaluation_rows(evaluations: Iterable[ModelEvaluation]) -> list[EvaluationRow]:
     """One object per (model, window, attribute, group, metric)."""
-    rows = []
+    rows: list[EvaluationRow] = []
     for ev in evaluations:
         for w in ev.windows:
             for v in w.values:
@@ -57,15 +91,15 @@ def evaluation_rows(evaluations: Iterable[ModelEvaluation]) -> list[dict[str, An
                         "support": finite_or_none(v.support),
                         "reason": v.reason,
                         # label-based metrics are computed on the window shifted back by label_delay
-                        "window_start": _iso(w.label_start if _needs_labels(v.metric) else w.start),
-                        "window_end": _iso(w.label_end if _needs_labels(v.metric) else w.end),
-                        "evaluated_at": _iso(ev.evaluated_at),
+                        "window_start": iso_z(w.label_start if _needs_labels(v.metric) else w.start),
+                        "window_end": iso_z(w.label_end if _needs_labels(v.metric) else w.end),
+                        "evaluated_at": iso_z(ev.evaluated_at),
                     }
                 )
     return rows
 
 
-def model_value_rows(evaluations: Iterable[ModelEvaluation]) -> list[dict[str, Any]]:
+def model_value_rows(evaluations: Iterable[ModelEvaluation]) -> list[ModelValueRow]:
     """Model-level values (overall AUC, power means, inequality indices)."""
     return [
         {

@@ -13,9 +13,10 @@ import threading
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from datetime import datetime
 from types import MappingProxyType
 
-from monitor.alerting import AlertTracker
+from monitor.alerting import AlertTracker, AlertUpdate
 from monitor.clock import Clock
 from monitor.errors import AlertDeliveryError, SourceError
 from monitor.evaluation import Evaluator
@@ -67,9 +68,10 @@ class Monitor:
         try:
             evaluation = evaluator.evaluate(now)
         except Exception as exc:  # the job boundary: count, log, keep the last values, retry next tick
-            self._record_failure(name, exc, now)
+            self._record_failure(name, exc)
             return None
         update = self.tracker.update(evaluation, now)
+        _log_transitions(update)
         self._deliver(update.firing, update.resolved, now)
         with self._lock:
             old = self._snapshot.models[name]
@@ -98,7 +100,7 @@ class Monitor:
         with self._lock:
             self._snapshot = replace(self._snapshot, job_errors_total=self._snapshot.job_errors_total + 1)
 
-    def _record_failure(self, name: str, exc: Exception, now: object) -> None:
+    def _record_failure(self, name: str, exc: Exception) -> None:
         message = f"{type(exc).__name__}: {exc}"
         with self._lock:
             old = self._snapshot.models[name]
@@ -117,7 +119,7 @@ class Monitor:
             )
             self._swap({name: status})
 
-    def _deliver(self, firing: Sequence[ActiveAlert], resolved: Sequence[ActiveAlert], now: object) -> None:
+    def _deliver(self, firing: Sequence[ActiveAlert], resolved: Sequence[ActiveAlert], now: datetime) -> None:
         """Push to every sink; a resolve a sink missed is queued and re-sent until it is delivered.
 
         Firing alerts need no queue: they are re-sent at every evaluation anyway.
@@ -129,7 +131,7 @@ class Monitor:
             if not firing and not pending:
                 continue
             try:
-                notifier.send(firing, pending, now)  # type: ignore[arg-type]
+                notifier.send(firing, pending, now)
                 with self._lock:
                     self._sent[notifier.name] += len(firing) + len(pending)
             except AlertDeliveryError as exc:
@@ -149,3 +151,19 @@ class Monitor:
             alert_delivery_failures_total=MappingProxyType(dict(self._delivery_failures)),
             created_at=self.clock.now(),
         )
+
+
+def _log_transitions(update: AlertUpdate) -> None:
+    """One line per alert that went pending or was dropped while pending: no sink hears of these."""
+    for alert in update.started_pending:
+        log.info("fairness alert pending: %s", alert.annotations.get("summary", _series(alert)))
+    for alert in update.dropped:
+        log.info("pending fairness alert cleared before it fired: %s", _series(alert))
+
+
+def _series(alert: ActiveAlert) -> str:
+    labels = alert.labels
+    return (
+        f"{labels.get('metric')} for {labels.get('attribute')}={labels.get('group')} "
+        f"in model {labels.get('model')}, window {labels.get('window')}"
+    )

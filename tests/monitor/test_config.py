@@ -164,10 +164,10 @@ def test_metrics_must_belong_to_the_task(tmp_path: Path) -> None:
 
 
 def test_unreadable_task_file_names_the_option(tmp_path: Path) -> None:
-    from monitor.tasks import load_task_options
+    from monitor.tasks import TASKS
 
     with pytest.raises(ConfigError, match=r"options\.lexicon_file"):
-        load_task_options("text", {"lexicon_file": str(tmp_path / "missing.txt")})
+        TASKS["text"].parse_options({"lexicon_file": str(tmp_path / "missing.txt")}).evaluate_kwargs()
 
 
 def test_unknown_task_option_is_named(tmp_path: Path) -> None:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from monitor.alerting import AlertTracker
 from monitor.clock import FakeClock
@@ -138,3 +140,19 @@ def test_a_resolve_missed_by_a_sink_is_sent_again() -> None:
     tick(monitor, clock)
     assert recorder.calls[-1].resolved, "the missed resolve is delivered once the sink is back"
     assert not recorder.calls[-2].firing
+
+
+def test_pending_and_dropped_alerts_are_logged_once_each(caplog: pytest.LogCaptureFixture) -> None:
+    frame = drifting_log()
+    monitor, clock, _, _ = make_monitor({"tox": frame}, for_="1h")
+    clock.set(T0 + timedelta(hours=5))
+    with caplog.at_level(logging.INFO, logger="fairwatch"):
+        monitor.run_model("tox")  # the biased hours: pending (for = 1h)
+        tick(monitor, clock)  # still pending: nothing new to say
+        frame.loc[:, "score"] = 1 / (1 + np.exp(-(-1.5 + 3 * frame["label"])))
+        tick(monitor, clock)  # the bias is gone before the alert fired
+    pending = [r.getMessage() for r in caplog.records if "alert pending" in r.getMessage()]
+    cleared = [r.getMessage() for r in caplog.records if "cleared before it fired" in r.getMessage()]
+    assert len(pending) == len(cleared) >= 1
+    assert all("identity=g" in m and "model tox" in m for m in pending + cleared)
+    assert monitor.snapshot().alerts == ()

@@ -1,49 +1,46 @@
-"""The configuration file: YAML, validated by pydantic, errors that name the key and line.
+"""The configuration's schema: pydantic models, each error naming its key.
 
-Strings may hold ``${VAR}`` or ``${VAR:-default}``; they are replaced from the
-environment before validation, so passwords live in the environment (a Kubernetes
-Secret), never in the file. Durations are written ``90s``, ``5m``, ``24h``, ``7d``,
-``800d`` or ``1w``. See ``docs/configuration.md`` for every key.
+Durations are written ``90s``, ``5m``, ``24h``, ``7d``, ``800d`` or ``1w``. What a model's
+``task:`` implies (columns, options, metrics) comes from :data:`monitor.tasks.TASKS`. See
+``docs/configuration.md`` for every key.
 """
 
 from __future__ import annotations
 
-import importlib
-import inspect
 import math
-import os
 import re
+from collections.abc import Mapping
 from datetime import timedelta
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import (
     BaseModel,
     BeforeValidator,
     ConfigDict,
     Field,
-    ValidationError,
+    SerializeAsAny,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
 
 from metrics_core import get_metric
-from monitor.errors import ConfigError
+from monitor.tasks import TASKS, TaskName, TaskOptions
 
 __all__ = [
+    "AlertmanagerConfig",
     "AlertsConfig",
     "ColumnsConfig",
     "GroupConfig",
+    "LabelColumnsConfig",
     "LabelsConfig",
     "ModelConfig",
     "ServerConfig",
     "Settings",
     "SourceConfig",
+    "WebhookConfig",
     "WindowConfig",
-    "load_settings",
     "parse_duration",
-    "settings_from_dict",
 ]
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)?\s*$")
@@ -179,25 +176,11 @@ def _default_windows() -> list[WindowConfig]:
     return [WindowConfig(name="1h", length=timedelta(hours=1))]
 
 
-Task = Literal["binary", "multiclass", "regression", "recommender", "clustering", "text"]
-
-#: Columns each task needs (beyond id and timestamp).
-TASK_COLUMNS: dict[str, tuple[str, ...]] = {
-    "binary": (),  # score or prediction, checked below
-    "multiclass": ("prediction",),
-    "regression": ("score",),
-    "recommender": ("user", "item"),
-    "clustering": ("cluster",),
-    "text": ("text",),
-}
-
-
 class ModelConfig(_Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_.:-]+$")
-    task: Task = "binary"
-    options: dict[str, Any] = Field(
-        default_factory=dict
-    )  # task options (top-k, quantiles, word-list files, ...)
+    task: TaskName = "binary"
+    # the task's options (top-k, word-list files, ...), checked against the task's options model
+    options: SerializeAsAny[TaskOptions] = Field(default_factory=dict, validate_default=True)
     source: SourceConfig
     labels: LabelsConfig | None = None
     columns: ColumnsConfig = Field(default_factory=ColumnsConfig)
@@ -211,6 +194,18 @@ class ModelConfig(_Strict):
     fair_ranges: dict[str, tuple[float | None, float | None]] = Field(default_factory=dict)
     min_samples: int = Field(default=100, ge=1)
     max_groups: int = Field(default=200, ge=1)  # cap on exported groups per attribute
+
+    @field_validator("options", mode="before")
+    @classmethod
+    def _task_options(cls, v: object, info: ValidationInfo) -> TaskOptions:
+        task = info.data.get("task")
+        if task is None:  # the task itself is invalid, and reported as such
+            return TaskOptions()
+        if type(v) is TASKS[task].options:  # already validated (model_copy, model_validate of a model)
+            return v
+        if not isinstance(v, Mapping):
+            raise ValueError(f"options must be a mapping of option names to values, got {v!r}")
+        return TASKS[task].parse_options(v)
 
     @field_validator("metrics")
     @classmethod
@@ -244,58 +239,18 @@ class ModelConfig(_Strict):
         names = [w.name for w in self.windows]
         if len(set(names)) != len(names):
             raise ValueError(f"window names must be unique, got {names}")
-        if self.task == "binary" and not self.columns.score and not self.columns.prediction:
-            raise ValueError("columns: give `score` or `prediction` (or both)")
-        missing = [c for c in TASK_COLUMNS[self.task] if not getattr(self.columns, c)]
+        task = TASKS[self.task]
+        missing = task.missing_columns(self.columns)
         if missing:
             raise ValueError(f"task {self.task} needs columns: {', '.join(missing)}")
-        if self.task == "recommender" and not (self.columns.rank or self.columns.score):
-            raise ValueError("task recommender needs columns: rank or score")
-        if self.options:
-            allowed = _task_options(self.task)
-            unknown = sorted(set(self.options) - allowed)
-            if unknown:
-                raise ValueError(
-                    f"options {unknown} are not options of task {self.task}; "
-                    f"its options are: {', '.join(sorted(allowed)) or 'none'}"
-                )
         if self.metrics is not None:
-            wrong = [m for m in self.metrics if _family_of(m) not in _TASK_FAMILIES[self.task]]
+            wrong = [m for m in self.metrics if get_metric(m).family not in task.families]
             if wrong:
                 raise ValueError(f"metrics {wrong} do not apply to task {self.task}")
         attrs = [g.attribute for g in self.groups]
         if len(set(attrs)) != len(attrs):
             raise ValueError(f"attribute names must be unique, got {attrs}")
         return self
-
-
-_TASK_FAMILIES: dict[str, tuple[str, ...]] = {
-    "binary": ("classification", "ranking", "model"),
-    "multiclass": ("multiclass",),
-    "regression": ("regression",),
-    "recommender": ("recommender",),
-    "clustering": ("clustering",),
-    "text": ("text",),
-}
-
-
-def _task_options(task: str) -> set[str]:
-    """Keyword options the task's family ``evaluate`` accepts (text also takes ``<name>_file`` forms)."""
-    if task == "binary":
-        return set()
-    evaluate = importlib.import_module(f"metrics_core.{task}").evaluate
-    params = inspect.signature(evaluate).parameters.values()
-    names = {p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY}
-    names -= {"metrics", "confidence", "fair_ranges", "min_samples"}
-    if task == "text":
-        names |= {f"{n}_file" for n in ("lexicon", "word_lists", "targets", "weat_sets", "embeddings")}
-    # options the families take through **options
-    names |= {"multiclass": {"classes"}, "regression": {"no_disparate_impact_bounds"}}.get(task, set())
-    return names
-
-
-def _family_of(metric: str) -> str:
-    return get_metric(metric).family
 
 
 class AlertmanagerConfig(_Strict):
@@ -336,108 +291,3 @@ class Settings(_Strict):
         if len(set(names)) != len(names):
             raise ValueError(f"model names must be unique, got {names}")
         return self
-
-
-_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-
-
-def _interpolate(value: Any, path: tuple[str | int, ...], environ: dict[str, str]) -> Any:
-    if isinstance(value, str):
-
-        def repl(m: re.Match[str]) -> str:
-            name, default = m.group(1), m.group(2)
-            if name in environ:
-                return environ[name]
-            if default is not None:
-                return default
-            raise ConfigError(f"{_dotted(path)}: environment variable {name} is not set")
-
-        return _ENV.sub(repl, value)
-    if isinstance(value, dict):
-        return {k: _interpolate(v, (*path, k), environ) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_interpolate(v, (*path, i), environ) for i, v in enumerate(value)]
-    return value
-
-
-def _dotted(path: tuple[str | int, ...]) -> str:
-    out = ""
-    for part in path:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(top level)"
-
-
-def _line_of(node: yaml.Node | None, path: tuple[str | int, ...]) -> int | None:
-    """1-based line of the deepest node of ``path`` found in the composed YAML."""
-    line = None if node is None else node.start_mark.line + 1
-    for part in path:
-        if isinstance(node, yaml.MappingNode):
-            nxt = next((v for k, v in node.value if getattr(k, "value", None) == part), None)
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
-            nxt = node.value[part]
-        else:
-            nxt = None
-        if nxt is None:
-            break
-        node, line = nxt, nxt.start_mark.line + 1
-    return line
-
-
-def settings_from_dict(
-    data: Any, *, environ: dict[str, str] | None = None, _node: yaml.Node | None = None, _file: str = ""
-) -> Settings:
-    """Validate a parsed config; raise :class:`ConfigError` naming the first bad key."""
-    if not isinstance(data, dict):
-        raise ConfigError(f"{_file or 'config'}: the top level must be a mapping with a `models` list")
-    data = _interpolate(data, (), dict(os.environ) if environ is None else environ)
-    try:
-        return Settings.model_validate(data)
-    except ValidationError as exc:
-        lines = []
-        for err in exc.errors():
-            path = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
-            line = _line_of(_node, path)
-            where = f"{_file}:{line}: " if _file and line else (f"line {line}: " if line else "")
-            msg = err["msg"].removeprefix("Value error, ")
-            lines.append(f"{where}{_dotted(path)}: {msg}")
-        raise ConfigError("invalid config:\n  " + "\n  ".join(lines)) from None
-
-
-def load_settings(path: str | Path, *, environ: dict[str, str] | None = None) -> Settings:
-    """Read, interpolate and validate a YAML config file."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read config file {p}: {exc.strerror}") from exc
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{p}: not valid YAML: {exc}") from exc
-    settings = settings_from_dict(data, environ=environ, _node=node, _file=str(p))
-    return _resolve_relative_paths(settings, p.parent)
-
-
-def _resolve_relative_paths(settings: Settings, base: Path) -> Settings:
-    """``sqlite:///x.db`` and file globs are relative to the config file, as users expect."""
-
-    def fix(src: SourceConfig) -> SourceConfig:
-        update: dict[str, Any] = {}
-        if src.url and src.url.startswith("sqlite:///") and not src.url.startswith("sqlite:////"):
-            rel = src.url.removeprefix("sqlite:///")
-            if rel and rel != ":memory:" and not rel.startswith(("file:", "?")):
-                update["url"] = "sqlite:///" + str((base / rel).resolve())
-        if src.path and not os.path.isabs(src.path):
-            update["path"] = str(base / src.path)
-        return src.model_copy(update=update) if update else src
-
-    models = []
-    for m in settings.models:
-        labels = m.labels.model_copy(update={"source": fix(m.labels.source)}) if m.labels else None
-        options = {
-            k: (str(base / v) if k.endswith("_file") and isinstance(v, str) and not os.path.isabs(v) else v)
-            for k, v in m.options.items()
-        }
-        models.append(m.model_copy(update={"source": fix(m.source), "labels": labels, "options": options}))
-    return settings.model_copy(update={"models": models})

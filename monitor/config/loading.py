@@ -1,0 +1,124 @@
+"""Reading the configuration file: YAML, ``${ENV}`` interpolation, errors with the file and line.
+
+Strings may hold ``${VAR}`` or ``${VAR:-default}``; they are replaced from the environment
+before validation, so passwords live in the environment (a Kubernetes Secret), never in the
+file. Relative paths (``sqlite:///x.db``, file globs, text option files) are relative to the
+config file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from monitor.config.schema import Settings, SourceConfig
+from monitor.errors import ConfigError
+
+__all__ = ["load_settings", "settings_from_dict"]
+
+
+_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def _interpolate(value: Any, path: tuple[str | int, ...], environ: dict[str, str]) -> Any:
+    if isinstance(value, str):
+
+        def repl(m: re.Match[str]) -> str:
+            name, default = m.group(1), m.group(2)
+            if name in environ:
+                return environ[name]
+            if default is not None:
+                return default
+            raise ConfigError(f"{_dotted(path)}: environment variable {name} is not set")
+
+        return _ENV.sub(repl, value)
+    if isinstance(value, dict):
+        return {k: _interpolate(v, (*path, k), environ) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_interpolate(v, (*path, i), environ) for i, v in enumerate(value)]
+    return value
+
+
+def _dotted(path: tuple[str | int, ...]) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def _line_of(node: yaml.Node | None, path: tuple[str | int, ...]) -> int | None:
+    """1-based line of the deepest node of ``path`` found in the composed YAML."""
+    line = None if node is None else node.start_mark.line + 1
+    for part in path:
+        if isinstance(node, yaml.MappingNode):
+            nxt = next((v for k, v in node.value if getattr(k, "value", None) == part), None)
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            nxt = node.value[part]
+        else:
+            nxt = None
+        if nxt is None:
+            break
+        node, line = nxt, nxt.start_mark.line + 1
+    return line
+
+
+def settings_from_dict(
+    data: Any, *, environ: dict[str, str] | None = None, _node: yaml.Node | None = None, _file: str = ""
+) -> Settings:
+    """Validate a parsed config; raise :class:`ConfigError` naming the first bad key."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{_file or 'config'}: the top level must be a mapping with a `models` list")
+    data = _interpolate(data, (), dict(os.environ) if environ is None else environ)
+    try:
+        return Settings.model_validate(data)
+    except ValidationError as exc:
+        lines = []
+        for err in exc.errors():
+            path = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+            line = _line_of(_node, path)
+            where = f"{_file}:{line}: " if _file and line else (f"line {line}: " if line else "")
+            msg = err["msg"].removeprefix("Value error, ")
+            lines.append(f"{where}{_dotted(path)}: {msg}")
+        raise ConfigError("invalid config:\n  " + "\n  ".join(lines)) from None
+
+
+def load_settings(path: str | Path, *, environ: dict[str, str] | None = None) -> Settings:
+    """Read, interpolate and validate a YAML config file."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {p}: {exc.strerror}") from exc
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{p}: not valid YAML: {exc}") from exc
+    settings = settings_from_dict(data, environ=environ, _node=node, _file=str(p))
+    return _resolve_relative_paths(settings, p.parent)
+
+
+def _resolve_relative_paths(settings: Settings, base: Path) -> Settings:
+    """``sqlite:///x.db`` and file globs are relative to the config file, as users expect."""
+
+    def fix(src: SourceConfig) -> SourceConfig:
+        update: dict[str, Any] = {}
+        if src.url and src.url.startswith("sqlite:///") and not src.url.startswith("sqlite:////"):
+            rel = src.url.removeprefix("sqlite:///")
+            if rel and rel != ":memory:" and not rel.startswith(("file:", "?")):
+                update["url"] = "sqlite:///" + str((base / rel).resolve())
+        if src.path and not os.path.isabs(src.path):
+            update["path"] = str(base / src.path)
+        return src.model_copy(update=update) if update else src
+
+    models = []
+    for m in settings.models:
+        labels = m.labels.model_copy(update={"source": fix(m.labels.source)}) if m.labels else None
+        options = m.options.relative_to(base)
+        models.append(m.model_copy(update={"source": fix(m.source), "labels": labels, "options": options}))
+    return settings.model_copy(update={"models": models})

@@ -1,0 +1,18 @@
+"""The HTTP surface: a WSGI app and a small threaded server to run it.
+
+Routes (GET and HEAD; other methods get 405, unknown paths 404):
+
+- ``/metrics``: prometheus_client's own WSGI app (text or OpenMetrics by ``Accept``,
+  gzip by ``Accept-Encoding``), with the rendered bytes cached per snapshot;
+- ``/healthz``: the process is alive; ``/readyz``: 200 once ``ready()``, else 503;
+- ``/api/v1/results``: the latest snapshot as JSON, optionally filtered;
+- ``/``: a landing page listing the models and linking to the endpoints.
+
+Every route reads the snapshot reference once and only formats it.
+"""
+
+from monitor.http.app import make_app
+from monitor.http.server import ServerHandle, serve
+from monitor.http.views import landing_page, redact, results_data
+
+__all__ = ["ServerHandle", "landing_page", "make_app", "redact", "results_data", "serve"]

@@ -1,0 +1,181 @@
+"""The fairwatch WSGI application: routes, and ``/metrics`` rendered once per snapshot."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+from urllib.parse import parse_qs
+from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
+
+from prometheus_client import CollectorRegistry, make_wsgi_app
+
+from metrics_core import STATES
+from monitor.http.views import FILTERS, landing_page, results_data
+from monitor.snapshot import Snapshot
+
+if TYPE_CHECKING:
+    from _typeshed import OptExcInfo
+
+__all__ = ["make_app"]
+
+_JSON = "application/json"
+_TEXT = "text/plain; charset=utf-8"
+_HTML = "text/html; charset=utf-8"
+# Distinct (Accept, Accept-Encoding) pairs cached per snapshot: Prometheus sends one pair,
+# browsers and curl a few more; a bound keeps odd headers from growing the cache.
+_MAX_CACHED_RESPONSES = 16
+
+Body = Iterable[bytes]
+# A rendered response: status, headers, body.
+_Response = tuple[str, list[tuple[str, str]], bytes]
+
+
+def make_app(
+    *,
+    registry: CollectorRegistry,
+    get_snapshot: Callable[[], Snapshot],
+    ready: Callable[[], bool],
+    cache_metrics: bool = True,
+) -> WSGIApplication:
+    """The fairwatch WSGI application.
+
+    With ``cache_metrics`` (the default) ``/metrics`` answers a repeated scrape of the same
+    snapshot with the bytes rendered for the first one: prometheus_client needs ~10 ms
+    per 1,000 samples to render text. This assumes everything in ``registry`` derives
+    from the snapshot, as with a registry holding only the
+    :class:`~monitor.exporter.SnapshotCollector`; pass ``False`` when it also holds live
+    collectors (process or platform metrics).
+    """
+    metrics: WSGIApplication = make_wsgi_app(registry)
+    if cache_metrics:
+        metrics = _SnapshotCachedApp(metrics, get_snapshot)
+
+    def healthz(environ: WSGIEnvironment, start_response: StartResponse) -> Body:
+        return _respond(start_response, "200 OK", b"ok\n", _TEXT)
+
+    def readyz(environ: WSGIEnvironment, start_response: StartResponse) -> Body:
+        if ready():
+            return _respond(start_response, "200 OK", b"ready\n", _TEXT)
+        return _respond(start_response, "503 Service Unavailable", b"not ready\n", _TEXT)
+
+    def results(environ: WSGIEnvironment, start_response: StartResponse) -> Body:
+        return _results(get_snapshot(), environ, start_response)
+
+    def landing(environ: WSGIEnvironment, start_response: StartResponse) -> Body:
+        page = landing_page(get_snapshot())
+        return _respond(start_response, "200 OK", page.encode("utf-8"), _HTML)
+
+    routes: dict[str, WSGIApplication] = {
+        "/metrics": metrics,
+        "/healthz": healthz,
+        "/readyz": readyz,
+        "/api/v1/results": results,
+        "/": landing,
+    }
+
+    def app(environ: WSGIEnvironment, start_response: StartResponse) -> Body:
+        route = routes.get(environ.get("PATH_INFO") or "/")
+        if route is None:
+            return _respond(start_response, "404 Not Found", b"not found\n", _TEXT)
+        method = environ["REQUEST_METHOD"]
+        if method not in ("GET", "HEAD"):
+            return _respond(
+                start_response,
+                "405 Method Not Allowed",
+                b"method not allowed\n",
+                _TEXT,
+                [("Allow", "GET, HEAD")],
+            )
+        if method == "HEAD":  # answered as GET, without the body (prometheus_client's app knows only GET)
+            body = route({**environ, "REQUEST_METHOD": "GET"}, start_response)
+            if hasattr(body, "close"):
+                body.close()
+            return []
+        return route(environ, start_response)
+
+    return app
+
+
+def _respond(
+    start_response: StartResponse,
+    status: str,
+    body: bytes,
+    content_type: str,
+    extra: list[tuple[str, str]] | None = None,
+) -> Body:
+    headers = [("Content-Type", content_type), ("Content-Length", str(len(body))), *(extra or [])]
+    start_response(status, headers)
+    return [body]
+
+
+class _SnapshotCachedApp:
+    """Memoises another WSGI app's responses for as long as the snapshot stays the same.
+
+    The snapshot is immutable and swapped by reference, so a response rendered from it
+    stays right until the next swap. Keyed by the snapshot object (not its ``id()``,
+    which may be reused) and the raw negotiation headers; requests with a query string
+    (``name[]`` filters) are passed through uncached.
+    """
+
+    def __init__(self, app: WSGIApplication, get_snapshot: Callable[[], Snapshot]) -> None:
+        self._app = app
+        self._get_snapshot = get_snapshot
+        # (snapshot, {headers key: (status, headers, body)}), replaced as a whole.
+        self._cache: tuple[Snapshot | None, dict[tuple[str, str], _Response]] = (None, {})
+
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Body:
+        if environ.get("QUERY_STRING"):
+            return self._app(environ, start_response)
+        snapshot = self._get_snapshot()
+        cached_snapshot, responses = self._cache
+        if cached_snapshot is not snapshot:
+            responses = {}
+            self._cache = (snapshot, responses)
+        key = (environ.get("HTTP_ACCEPT", ""), environ.get("HTTP_ACCEPT_ENCODING", ""))
+        response = responses.get(key)
+        if response is None:
+            # If the snapshot is swapped while rendering, these bytes may come from the
+            # newer one: harmless, since only requests still seeing the older one use them.
+            response = _capture(self._app, environ)
+            if len(responses) < _MAX_CACHED_RESPONSES:
+                responses[key] = response
+        status, headers, body = response
+        start_response(status, list(headers))
+        return [body]
+
+
+def _capture(app: WSGIApplication, environ: WSGIEnvironment) -> _Response:
+    """Run ``app`` once and keep what it answered, with the length of the body it produced."""
+    captured: list[tuple[str, list[tuple[str, str]]]] = []
+
+    def start_response(
+        status: str, headers: list[tuple[str, str]], exc_info: OptExcInfo | None = None
+    ) -> Callable[[bytes], object]:
+        captured[:] = [(status, headers)]
+        return lambda data: None
+
+    body = b"".join(app(environ, start_response))
+    ((status, headers),) = captured
+    kept = [(k, v) for k, v in headers if k.lower() != "content-length"]
+    return status, [*kept, ("Content-Length", str(len(body)))], body
+
+
+def _results(snapshot: Snapshot, environ: WSGIEnvironment, start_response: StartResponse) -> Body:
+    params = parse_qs(environ.get("QUERY_STRING", ""))
+    wanted = {name: set(params[name]) for name in FILTERS if name in params}
+    unknown_states = wanted.get("state", set()) - set(STATES)
+    if unknown_states:
+        error = {
+            "status": "error",
+            "errorType": "bad_data",
+            "error": f"unknown state {sorted(unknown_states)}; states: {', '.join(STATES)}",
+        }
+        return _respond(start_response, "400 Bad Request", _dumps(error), _JSON)
+    body = {"status": "success", "data": results_data(snapshot, wanted)}
+    return _respond(start_response, "200 OK", _dumps(body), _JSON, [("Cache-Control", "no-store")])
+
+
+def _dumps(obj: object) -> bytes:
+    # allow_nan=False: a NaN that slipped past finite_or_none fails loudly, not as invalid JSON.
+    return json.dumps(obj, allow_nan=False, ensure_ascii=False).encode("utf-8")

@@ -1,0 +1,84 @@
+"""Binary classification: a score and/or a 0/1 prediction, a 0/1 label; evaluated from a score table.
+
+Bad rows, counted by reason: a score that is not a finite number (``score_invalid``) or lies
+outside ``score_range`` (``score_out_of_range``); a predicted class other than 0/1
+(``prediction_invalid``); a label that is not a number in [0, 1] (``label_invalid``; a
+missing label is not bad: it has not arrived yet). Probability labels (Jigsaw's ``target``)
+are binarised at >= 0.5.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+import metrics_core as mc
+from monitor.tasks.base import InputArray, Rows, Task, WindowRequest
+
+if TYPE_CHECKING:
+    from monitor.config import ModelConfig
+
+__all__ = ["TASK"]
+
+
+def clean(rows: Rows, model: ModelConfig) -> None:
+    cols = model.columns
+    if cols.score:
+        score = rows.numeric(cols.score)
+        rows.reject(~np.isfinite(score), "score_invalid")
+        if model.score_range is not None:
+            lo, hi = model.score_range
+            with np.errstate(invalid="ignore"):
+                rows.reject((score < lo) | (score > hi), "score_out_of_range")
+        rows.inputs["y_score"] = score
+    if cols.prediction:
+        pred = rows.numeric(cols.prediction)
+        rows.reject(~np.isin(pred, (0.0, 1.0)), "prediction_invalid")
+        rows.inputs["y_pred"] = pred
+    if cols.label:
+        label = rows.numeric(cols.label)
+        unparseable = np.isnan(label) & rows.frame[cols.label].notna().to_numpy()
+        with np.errstate(invalid="ignore"):
+            rows.reject(unparseable | (label < 0) | (label > 1), "label_invalid")
+            rows.inputs["y_true"] = np.where(np.isnan(label), np.nan, (label >= 0.5).astype(np.float64))
+
+
+@dataclass(frozen=True)
+class ScoreTableEvaluator:
+    """One sort of the window into a score table, then every binary metric from its counts."""
+
+    module: str = "metrics_core"
+
+    def __call__(
+        self, data: Mapping[str, InputArray], attributes: Sequence[mc.Attribute], request: WindowRequest
+    ) -> mc.Report:
+        model = request.model
+        has_scores = model.columns.score is not None
+        # without scores the 0/1 predictions are the scores, thresholded at 0.5
+        y_score = data["y_score"] if has_scores else data["y_pred"]
+        y_true = data.get("y_true", np.full(len(y_score), np.nan))
+        table = mc.table_for(y_score, y_true, attributes)
+        return mc.evaluate(
+            table,
+            [c for a in attributes for c in a.comparisons],
+            metrics=request.metrics,
+            threshold=model.threshold if has_scores else 0.5,
+            has_scores=has_scores,
+            confidence=request.confidence,
+            fair_ranges=request.fair_ranges,
+            min_samples=request.min_samples,
+        )
+
+
+TASK = Task(
+    name="binary",
+    families=("classification", "ranking", "model"),
+    evaluate=ScoreTableEvaluator(),
+    required=(("score", "prediction"),),
+    # ŷ comes from the score (thresholded) or from the logged prediction
+    reads={"score": ("y_score", "y_pred"), "prediction": ("y_pred",), "label": ("y_true",)},
+    clean=clean,
+)
