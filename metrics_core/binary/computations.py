@@ -23,24 +23,19 @@ from metrics_core.binary import rates
 from metrics_core.binary.window import BinaryWindow
 from metrics_core.core.spec import IntervalMethod
 from metrics_core.core.types import FloatArray
-from metrics_core.stats.bootstrap import poisson_bootstrap_interval
-from metrics_core.stats.intervals import (
-    Interval,
-    katz_log_interval,
-    newcombe_interval,
-    normal_interval,
-    wilson_interval,
-)
+from metrics_core.stats.auc import auc_score_interval
+from metrics_core.stats.intervals import Interval, normal_interval, wilson_interval
+from metrics_core.stats.score import scas_difference_interval, scas_ratio_interval
 
 __all__ = [
     "Computation",
     "auc",
-    "average_odds",
-    "bootstrapped",
+    "components",
     "four_fifths",
     "group_rate",
     "rate_difference",
     "rate_ratio",
+    "scaled_parity",
     "standardized_mean_difference",
 ]
 
@@ -107,23 +102,23 @@ def group_rate(rate: str) -> Computation:
 
 
 def rate_difference(rate: str) -> Computation:
-    """``rate_G - rate_R`` with Newcombe's hybrid score interval."""
+    """``rate_G - rate_R`` with the skewness-corrected score interval (:mod:`metrics_core.stats.score`)."""
     return Computation(
-        "newcombe",
+        "scas",
         (rate,),
         lambda window: rates.rate_difference(window.cells, rate),
-        lambda window, _: newcombe_interval(*_counts(window, rate), level=window.level),
+        lambda window, _: scas_difference_interval(*_counts(window, rate), level=window.level),
         _denominators((rate,)),
     )
 
 
 def rate_ratio(rate: str) -> Computation:
-    """``rate_G / rate_R`` with the Katz log interval; undefined when the reference rate is 0."""
+    """``rate_G / rate_R`` with the skewness-corrected score interval; undefined when the reference rate is 0."""
     return Computation(
-        "katz_log",
+        "scas",
         (rate,),
         lambda window: rates.rate_ratio(window.cells, rate),
-        lambda window, _: katz_log_interval(*_counts(window, rate), level=window.level),
+        lambda window, _: scas_ratio_interval(*_counts(window, rate), level=window.level),
         _denominators((rate,), otherwise="reference rate is 0: the ratio is undefined"),
     )
 
@@ -134,8 +129,8 @@ def four_fifths() -> Computation:
     def ci(window: BinaryWindow, estimate: FloatArray) -> Interval:
         k1, n1, k2, n2 = _counts(window, "selection_rate")
         # min(x, 1/x) is the same for DI and 1/DI: where SR_R = 0 the interval of SR_R / SR_G serves
-        di_lo, di_hi = katz_log_interval(k1, n1, k2, n2, level=window.level)
-        inv_lo, inv_hi = katz_log_interval(k2, n2, k1, n1, level=window.level)
+        di_lo, di_hi = scas_ratio_interval(k1, n1, k2, n2, level=window.level)
+        inv_lo, inv_hi = scas_ratio_interval(k2, n2, k1, n1, level=window.level)
         use_inverse = np.isnan(di_lo) & ~np.isnan(inv_lo)
         lo, hi = _min_inverse(np.where(use_inverse, inv_lo, di_lo), np.where(use_inverse, inv_hi, di_hi))
         return np.where(np.isnan(estimate), np.nan, lo), np.where(np.isnan(estimate), np.nan, hi)
@@ -160,47 +155,76 @@ def _min_inverse(lo: FloatArray, hi: FloatArray) -> Interval:
     return out_lo, out_hi
 
 
-def average_odds() -> Computation:
-    """Mean of the TPR and FPR gaps, normal interval with Agresti-Caffo variances."""
+def _abs_interval(lo: FloatArray, hi: FloatArray) -> Interval:
+    """The image of ``[lo, hi]`` under ``x -> |x|``."""
+    straddles = (lo <= 0) & (hi >= 0)
+    low = np.where(straddles, 0.0, np.minimum(np.abs(lo), np.abs(hi)))
+    return low, np.maximum(np.abs(lo), np.abs(hi))
+
+
+def components(combine: str) -> Computation:
+    """A summary of the TPR and FPR gaps, judged through the gaps themselves.
+
+    Each gap gets its skewness-corrected score interval at the Bonferroni level
+    ``1 - (1 - level) / 2``, so both hold together at ``level``; the summary's interval is
+    their image, by interval arithmetic:
+
+    - ``"mean"``: average odds difference ``(dTPR + dFPR) / 2``, from the two intervals;
+    - ``"mean_abs"``: average absolute odds difference, from the intervals of ``|dTPR|``, ``|dFPR|``;
+    - ``"max_abs"``: equalized odds difference ``max(|dTPR|, |dFPR|)``: it lies wholly above the
+      fair range exactly when one gap's interval does (an intersection-union test), and it is
+      never a point around a non-zero estimate.
+    """
+    statistic = {
+        "mean": rates.average_odds_difference,
+        "mean_abs": rates.average_abs_odds_difference,
+        "max_abs": rates.equalized_odds_difference,
+    }[combine]
 
     def ci(window: BinaryWindow, estimate: FloatArray) -> Interval:
-        variance = rates.average_odds_variance(window.cells)
-        return normal_interval(estimate, variance, level=window.level, bounds=(-1.0, 1.0))
+        level = 1 - (1 - window.level) / 2
+        (tl, th), (fl, fh) = (
+            scas_difference_interval(*_counts(window, gap), level=level)
+            for gap in ("true_positive_rate", "false_positive_rate")
+        )
+        if combine == "mean":
+            return (tl + fl) / 2, (th + fh) / 2
+        (tl, th), (fl, fh) = _abs_interval(tl, th), _abs_interval(fl, fh)
+        if combine == "mean_abs":
+            return (tl + fl) / 2, (th + fh) / 2
+        return np.maximum(tl, fl), np.maximum(th, fh)
 
     return Computation(
-        "normal",
+        "components",
         ("true_positive_rate", "false_positive_rate"),
-        lambda window: rates.average_odds_difference(window.cells),
+        lambda window: statistic(window.cells),
         ci,
         _denominators(("true_positive_rate", "false_positive_rate")),
     )
 
 
-def bootstrapped(
-    statistic: Callable[[FloatArray], FloatArray], support: tuple[str, ...], *, unsigned: bool = False
-) -> Computation:
-    """A statistic of the confusion cells with a Poisson bootstrap interval.
+def scaled_parity(scale: Callable[[FloatArray], FloatArray]) -> Computation:
+    """The selection-rate difference over a scale of the window (Cohen's d, the 2-SD rule's z).
 
-    ``unsigned`` gaps (|difference|) are biased upward and so are their resamples: the basic
-    interval moves against the bias where the percentile interval would double it (and could
-    exclude the estimate).
+    The interval is the difference's skewness-corrected score interval over the same scale,
+    the scale taken as known (as the window sd of the standardized mean difference).
     """
 
+    def statistic(window: BinaryWindow) -> FloatArray:
+        return rates.rate_difference(window.cells, "selection_rate") / scale(window.cells)
+
     def ci(window: BinaryWindow, estimate: FloatArray) -> Interval:
-        lo, hi = poisson_bootstrap_interval(
-            statistic, window.cells, level=window.level, n_resamples=window.n_resamples, seed=window.seed
-        )
-        if unsigned:
-            lo, hi = np.clip(2 * estimate - hi, 0.0, 1.0), np.clip(2 * estimate - lo, 0.0, 1.0)
-        return lo, hi
+        lo, hi = scas_difference_interval(*_counts(window, "selection_rate"), level=window.level)
+        return lo / scale(window.cells), hi / scale(window.cells)
 
     return Computation(
-        "bootstrap",
-        support,
-        lambda window: statistic(window.cells),
+        "scas",
+        ("selection_rate",),
+        statistic,
         ci,
         _denominators(
-            support, otherwise="pooled standard deviation is 0: both sides are all selected or all not"
+            ("selection_rate",),
+            otherwise="pooled standard deviation is 0: both sides are all selected or all not",
         ),
     )
 
@@ -236,19 +260,19 @@ def standardized_mean_difference() -> Computation:
 
 
 def auc(x: str, y: str, *, offset: float = 0.0) -> Computation:
-    """AUC of row set ``x`` over ``y`` (ties 1/2) plus ``offset``, DeLong normal interval.
+    """AUC of row set ``x`` over ``y`` (ties 1/2) plus ``offset``, with Newcombe's score interval.
 
     Sets are ``"group+"``, ``"group-"``, ``"reference+"``, ``"reference-"``; an AEG is an
-    AUC minus 1/2.
+    AUC minus 1/2. The interval is :func:`~metrics_core.stats.auc.auc_score_interval`.
     """
 
     def ci(window: BinaryWindow, estimate: FloatArray) -> Interval:
         fit = window.auc(x, y)
-        lo, hi = normal_interval(fit.estimate, fit.variance, level=window.level, bounds=(0.0, 1.0))
+        lo, hi = auc_score_interval(fit.estimate, fit.n_x, fit.n_y, level=window.level)
         return lo + offset, hi + offset
 
     def count(window: BinaryWindow) -> tuple[FloatArray, list[str]]:
         fit = window.auc(x, y)
         return fit.support, fit.reasons
 
-    return Computation("delong", (x, y), lambda window: window.auc(x, y).estimate + offset, ci, count)
+    return Computation("auc_score", (x, y), lambda window: window.auc(x, y).estimate + offset, ci, count)

@@ -18,11 +18,11 @@ from metrics_core.core.spec import FairRange, MetricSpec
 from metrics_core.core.types import FloatArray
 from metrics_core.engine.select import FairRangeOverrides, fair_ranges_of, select_specs
 from metrics_core.engine.values import judged_values
+from metrics_core.stats.judge import DEFAULT_MIN_SAMPLES
 from metrics_core.window.tables import NEG, POS, ScoreTable
 
 __all__ = ["DEFAULT_MIN_SAMPLES", "INPUTS", "evaluate"]
 
-DEFAULT_MIN_SAMPLES = 30
 #: The data a binary model logs: predictions (or scores, thresholded), labels, scores.
 INPUTS: tuple[str, ...] = ("y_pred", "y_true", "y_score")
 _FAMILY = "binary"

@@ -26,6 +26,8 @@ __all__ = [
     "cohens_d",
     "equalized_odds_difference",
     "four_fifths_ratio",
+    "pooled_sd",
+    "pooled_se",
     "rate",
     "rate_difference",
     "rate_ratio",
@@ -135,29 +137,39 @@ def four_fifths_ratio(cells: FloatArray) -> FloatArray:
         return np.where(hi > 0, np.minimum(g, r) / hi, np.nan)
 
 
-def cohens_d(cells: FloatArray) -> FloatArray:
-    """Cohen's d of the selection rates with the pooled Bernoulli standard deviation.
+def pooled_sd(cells: FloatArray) -> FloatArray:
+    """Pooled Bernoulli standard deviation of the selection of G and R (Cohen's d's denominator).
 
-    .. math:: \\frac{SR_G - SR_R}{\\sqrt{((n_G-1) p_G(1-p_G) + (n_R-1) p_R(1-p_R)) / (n_G+n_R-2)}}
+    .. math:: \\sqrt{((n_G-1) p_G(1-p_G) + (n_R-1) p_R(1-p_R)) / (n_G+n_R-2)}
     """
     pg, _, ng = rate(cells, "selection_rate", G)
     pr, _, nr = rate(cells, "selection_rate", R)
     with np.errstate(divide="ignore", invalid="ignore"):
         pooled = ((ng - 1) * pg * (1 - pg) + (nr - 1) * pr * (1 - pr)) / (ng + nr - 2)
-        return np.where(pooled > 0, (pg - pr) / np.sqrt(pooled), np.nan)
+        return np.where(pooled > 0, np.sqrt(pooled), np.nan)
 
 
-def two_sd_rule(cells: FloatArray) -> FloatArray:
-    """z statistic of the selection-rate difference with the pooled rate (holisticai's code).
+def pooled_se(cells: FloatArray) -> FloatArray:
+    """Standard error of the selection-rate difference with the pooled rate (the 2-SD rule's denominator).
 
-    .. math:: \\frac{SR_G - SR_R}{\\sqrt{p(1-p)(1/n_G + 1/n_R)}}, \\quad p = \\text{pooled } SR
+    .. math:: \\sqrt{p(1-p)(1/n_G + 1/n_R)}, \\quad p = \\text{pooled } SR
     """
-    pg, kg, ng = rate(cells, "selection_rate", G)
-    pr, kr, nr = rate(cells, "selection_rate", R)
+    _, kg, ng = rate(cells, "selection_rate", G)
+    _, kr, nr = rate(cells, "selection_rate", R)
     with np.errstate(divide="ignore", invalid="ignore"):
         p = (kg + kr) / (ng + nr)
         se = np.sqrt(p * (1 - p) * (1 / ng + 1 / nr))
-        return np.where(se > 0, (pg - pr) / se, np.nan)
+        return np.where(se > 0, se, np.nan)
+
+
+def cohens_d(cells: FloatArray) -> FloatArray:
+    """Cohen's d of the selection rates: their difference over the pooled Bernoulli standard deviation."""
+    return rate_difference(cells, "selection_rate") / pooled_sd(cells)
+
+
+def two_sd_rule(cells: FloatArray) -> FloatArray:
+    """z statistic of the selection-rate difference with the pooled rate (holisticai's code)."""
+    return rate_difference(cells, "selection_rate") / pooled_se(cells)
 
 
 def average_odds_difference(cells: FloatArray) -> FloatArray:

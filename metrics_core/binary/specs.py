@@ -11,12 +11,12 @@ from metrics_core.binary import summaries as model
 from metrics_core.binary.computations import (
     Computation,
     auc,
-    average_odds,
-    bootstrapped,
+    components,
     four_fifths,
     group_rate,
     rate_difference,
     rate_ratio,
+    scaled_parity,
     standardized_mean_difference,
 )
 from metrics_core.core.spec import FairRange, Family, Input, IntervalMethod, MetricSpec
@@ -40,7 +40,6 @@ _CLS: frozenset[Input] = frozenset({"y_pred"})
 _CLS_LABELS: frozenset[Input] = frozenset({"y_pred", "y_true"})
 _RANK: frozenset[Input] = frozenset({"y_score", "y_true"})
 _SCORES: frozenset[Input] = frozenset({"y_score"})
-_ODDS = ("true_positive_rate", "false_positive_rate")
 
 
 def _group(
@@ -167,7 +166,7 @@ SPECS: list[MetricSpec] = [
         formula="min(DI, 1/DI)",
     ),
     _group(
-        bootstrapped(rates.cohens_d, ("selection_rate",)),
+        scaled_parity(rates.pooled_sd),
         name="cohens_d",
         family="classification",
         requires=_CLS,
@@ -178,14 +177,16 @@ SPECS: list[MetricSpec] = [
         formula="(SR_G - SR_R) / sqrt(((n_G-1) p_G(1-p_G) + (n_R-1) p_R(1-p_R)) / (n_G+n_R-2))",
     ),
     _group(
-        bootstrapped(rates.two_sd_rule, ("selection_rate",)),
+        scaled_parity(rates.pooled_se),
         name="two_sd_rule",
         family="classification",
         requires=_CLS,
         ideal=0.0,
-        fair_range=FairRange(-2.0, 2.0),
-        source="the 2-standard-deviation rule itself (holisticai code: pooled standard error)",
-        meaning="z statistic of the selection-rate gap; beyond +-2 is a significant disparity",
+        fair_range=None,
+        source="informational: a z statistic, not an effect size - any fixed gap crosses +-2 once the window "
+        "is large enough (holisticai code: pooled standard error); the intervals judge significance, "
+        "cohens_d and statistical_parity_difference the size",
+        meaning="z statistic of the selection-rate gap; beyond +-2 the gap is significant at about 5%",
         formula="(SR_G - SR_R) / sqrt(p(1-p)(1/n_G + 1/n_R)), p = pooled SR",
     ),
     # --- opportunity (need labels) ------------------------------------------------------
@@ -223,7 +224,7 @@ SPECS: list[MetricSpec] = [
         formula="FNR_G - FNR_R",
     ),
     _group(
-        average_odds(),
+        components("mean"),
         name="average_odds_difference",
         family="classification",
         requires=_CLS_LABELS,
@@ -234,7 +235,7 @@ SPECS: list[MetricSpec] = [
         formula="((TPR_G - TPR_R) + (FPR_G - FPR_R)) / 2",
     ),
     _group(
-        bootstrapped(rates.average_abs_odds_difference, _ODDS, unsigned=True),
+        components("mean_abs"),
         name="average_abs_odds_difference",
         family="classification",
         requires=_CLS_LABELS,
@@ -245,7 +246,7 @@ SPECS: list[MetricSpec] = [
         formula="(|TPR_G - TPR_R| + |FPR_G - FPR_R|) / 2",
     ),
     _group(
-        bootstrapped(rates.equalized_odds_difference, _ODDS, unsigned=True),
+        components("max_abs"),
         name="equalized_odds_difference",
         family="classification",
         requires=_CLS_LABELS,
@@ -361,7 +362,7 @@ SPECS: list[MetricSpec] = [
         name="overall_auc",
         requires=_RANK,
         source="Jigsaw competition (seed 001)",
-        interval="delong",
+        interval="auc_score",
         meaning="AUC of the whole window",
         formula="AUC(D+ vs D-)",
     ),

@@ -7,7 +7,7 @@ comparisons to evaluate, and prepares for each comparison - once, shared by ever
   positive, unlabeled), at the model's threshold;
 - ``moments`` (shape ``(n, 2, 3)``): side x (rows, sum, sum of squares) of the scores;
 - both sides laid out on the group's score grid, for the AUC kernel; AUCs of two row sets
-  are computed on demand and cached, so a metric and its interval share one DeLong pass.
+  are computed on demand and cached, so a metric and its interval share one pass.
 
 A model that logs classes instead of scores is a table whose "scores" are its predicted
 classes (threshold 0.5): the threshold metrics are the same, the ranking metrics are skipped.
@@ -25,8 +25,7 @@ import numpy as np
 from metrics_core.core.results import Comparison, ModelValue
 from metrics_core.core.types import FloatArray
 from metrics_core.engine.values import Side as Sides
-from metrics_core.stats.auc import auc_delong
-from metrics_core.stats.intervals import normal_interval
+from metrics_core.stats.auc import auc_delong, auc_score_interval
 from metrics_core.window.grid import Side, complement_side, grid_for
 from metrics_core.window.tables import NEG, POS, GroupCounts, ScoreTable
 
@@ -52,7 +51,9 @@ class AucEstimate:
     """AUCs of one pair of row sets for every comparison, with DeLong variances and support."""
 
     estimate: FloatArray
-    variance: FloatArray
+    variance: FloatArray  # DeLong's
+    n_x: FloatArray  # rows in each set
+    n_y: FloatArray
     support: FloatArray
     reasons: list[str]
 
@@ -110,6 +111,7 @@ class BinaryWindow:
     def _compute_auc(self, x_name: str, y_name: str) -> AucEstimate:
         n = len(self.pairs)
         est, var, support = np.full(n, np.nan), np.full(n, np.nan), np.zeros(n)
+        n_x, n_y = np.zeros(n), np.zeros(n)
         reasons = [""] * n
         for i, pair in enumerate(self.pairs):
             x_at, x_gap = _set_counts(pair, x_name)
@@ -119,6 +121,7 @@ class BinaryWindow:
                 y_name: y_at.sum() + (0.0 if y_gap is None else y_gap.sum()),
             }
             support[i] = min(sizes.values())
+            n_x[i], n_y[i] = sizes[x_name], sizes[y_name]
             empty = [name for name, size in sizes.items() if size == 0]
             if empty:
                 who, sign = empty[0][:-1], empty[0][-1]
@@ -127,7 +130,7 @@ class BinaryWindow:
             est[i], var[i] = auc_delong(x_at, x_gap, y_at, y_gap)
             if np.isnan(var[i]):
                 reasons[i] = "a single row on one side: no variance"
-        return AucEstimate(est, var, support, reasons)
+        return AucEstimate(est, var, n_x, n_y, support, reasons)
 
     # -- whole-window quantities ----------------------------------------------------------------
 
@@ -149,12 +152,12 @@ class BinaryWindow:
 
     @cached_property
     def overall_auc(self) -> ModelValue:
-        """AUC of the whole window, with its DeLong interval: the anchor of the relative AUC ranges."""
+        """AUC of the whole window, with its score interval: the anchor of the relative AUC ranges."""
         counts = self.table.counts
-        auc, var = auc_delong(counts[:, POS], None, counts[:, NEG], None)
+        auc, _ = auc_delong(counts[:, POS], None, counts[:, NEG], None)
         if np.isnan(auc):
             return ModelValue("overall_auc", math.nan, reason="the window does not have both labels")
-        lo, hi = normal_interval(auc, var, level=self.level, bounds=(0.0, 1.0))
+        lo, hi = auc_score_interval(auc, counts[:, POS].sum(), counts[:, NEG].sum(), level=self.level)
         return ModelValue("overall_auc", auc, ci_lower=float(lo), ci_upper=float(hi))
 
     @cached_property

@@ -36,6 +36,7 @@ from metrics_core.core.undefined import Undefined, or_nan
 from metrics_core.engine.values import Side, judged_values
 from metrics_core.stats.bootstrap import percentile_interval
 from metrics_core.stats.intervals import basic_interval
+from metrics_core.stats.judge import DEFAULT_MIN_SAMPLES
 from metrics_core.window.groups import Attribute
 from metrics_core.window.pairs import GroupPair, label_coverage, pairs_of
 
@@ -122,7 +123,7 @@ def evaluate_groupwise(
     *,
     fair_ranges: Mapping[str, FairRange | None],
     confidence: float = 0.95,
-    min_samples: float = 30,
+    min_samples: float = DEFAULT_MIN_SAMPLES,
     n_resamples: int = 200,
     seed: int = 0,
     labeled: BoolArray | None = None,

@@ -38,7 +38,7 @@ def select_specs(
 
     >>> di = MetricSpec(name="disparate_impact", family="classification", requires=frozenset({"y_pred"}),
     ...                 ideal=1.0, fair_range=FairRange(0.8, 1.25), source="EEOC", meaning="...",
-    ...                 formula="SR_G / SR_R", interval="katz_log", aliases=("air",))
+    ...                 formula="SR_G / SR_R", interval="scas", aliases=("air",))
     >>> [s.name for s in select_specs([di], ["air"], available={"y_pred"}, family="binary")]
     ['disparate_impact']
     """
@@ -73,7 +73,7 @@ def fair_ranges_of(
 
     >>> di = MetricSpec(name="disparate_impact", family="classification", requires=frozenset({"y_pred"}),
     ...                 ideal=1.0, fair_range=FairRange(0.8, 1.25), source="EEOC", meaning="...",
-    ...                 formula="SR_G / SR_R", interval="katz_log", aliases=("air",))
+    ...                 formula="SR_G / SR_R", interval="scas", aliases=("air",))
     >>> fair_ranges_of([di], {"air": (0.9, None)}, family="binary")["disparate_impact"]
     FairRange(min=0.9, max=None, relative_to=None)
     """

@@ -31,6 +31,7 @@ from metrics_core.engine.groupwise import evaluate_groupwise
 from metrics_core.engine.select import FairRangeOverrides, fair_ranges_of, select_specs
 from metrics_core.recommender.metrics import as_floats, as_relevance, check_catalogue, recommended
 from metrics_core.recommender.specs import BINARISED, SPECS, RecommenderWindow
+from metrics_core.stats.judge import DEFAULT_MIN_SAMPLES
 from metrics_core.window.groups import Attribute
 from metrics_core.window.pairs import check_attribute_rows, codes_of
 
@@ -92,7 +93,7 @@ def evaluate(
     metrics: Sequence[str] | None = None,
     confidence: float = 0.95,
     fair_ranges: FairRangeOverrides | None = None,
-    min_samples: float = 30,
+    min_samples: float = DEFAULT_MIN_SAMPLES,
     n_resamples: int = 200,
     seed: int = 0,
     k: int | None = 10,

@@ -13,6 +13,7 @@ from metrics_core.engine.groupwise import evaluate_groupwise
 from metrics_core.engine.select import FairRangeOverrides, fair_ranges_of, select_specs
 from metrics_core.regression.kernels import DEFAULT_NO_DI_BOUNDS, as_targets, check_no_di_bounds
 from metrics_core.regression.specs import SPECS, RegressionWindow
+from metrics_core.stats.judge import DEFAULT_MIN_SAMPLES
 from metrics_core.window.groups import Attribute
 from metrics_core.window.pairs import check_attribute_rows
 
@@ -29,7 +30,7 @@ def evaluate(
     metrics: Sequence[str] | None = None,
     confidence: float = 0.95,
     fair_ranges: FairRangeOverrides | None = None,
-    min_samples: float = 30,
+    min_samples: float = DEFAULT_MIN_SAMPLES,
     n_resamples: int = 200,
     seed: int = 0,
     no_disparate_impact_bounds: Sequence[float] = DEFAULT_NO_DI_BOUNDS,

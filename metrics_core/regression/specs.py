@@ -18,7 +18,8 @@ from metrics_core.core.types import Data, FloatArray
 from metrics_core.engine.groupwise import Resampling, row_bootstrap
 from metrics_core.regression import kernels as k
 from metrics_core.regression.kernels import NO_DI_GRID, QUANTILES
-from metrics_core.stats.intervals import katz_log_interval, newcombe_interval, normal_interval
+from metrics_core.stats.intervals import normal_interval
+from metrics_core.stats.score import scas_difference_interval, scas_ratio_interval
 
 __all__ = ["SPECS", "RegressionWindow"]
 
@@ -65,7 +66,7 @@ def _labeled_rows(w: RegressionWindow, g: Data, r: Data) -> float:
 
 
 def _counts_ci(method: Callable[..., tuple[Any, Any]], q: float) -> Interval:
-    """An interval of the success counts above the window's q-quantile (Katz or Newcombe)."""
+    """An interval of the success counts above the window's q-quantile (a difference or a ratio of rates)."""
 
     def ci(
         w: RegressionWindow, g: Data, r: Data, level: float, resampling: Resampling
@@ -142,10 +143,10 @@ def _quantile_specs(q: float) -> list[MetricSpec]:
             ideal=1.0,
             fair_range=_RATIO,
             source=f"four-fifths rule (US EEOC Uniform Guidelines, 1978); {_SYMMETRIC}",
-            interval="katz_log",
+            interval="scas",
             meaning=f"below 1: the group's predictions reach the window's {q:g}-quantile less often than its reference's",
             formula=f"SR_G / SR_R, {sr}",
-            ci=_counts_ci(katz_log_interval, q),
+            ci=_counts_ci(scas_ratio_interval, q),
         ),
         _spec(
             statistical_parity,
@@ -154,10 +155,10 @@ def _quantile_specs(q: float) -> list[MetricSpec]:
             ideal=0.0,
             fair_range=FairRange(-0.1, 0.1),
             source="holisticai documentation (fair area of statistical parity)",
-            interval="newcombe",
+            interval="scas",
             meaning=f"negative: the group's predictions reach the window's {q:g}-quantile less often than its reference's",
             formula=f"SR_G - SR_R, {sr}",
-            ci=_counts_ci(newcombe_interval, q),
+            ci=_counts_ci(scas_difference_interval, q),
         ),
     ]
 

@@ -33,11 +33,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from metrics_core.core.types import FloatArray
+from metrics_core.stats.intervals import z_value
 
-__all__ = ["auc_delong"]
+__all__ = ["auc_delong", "auc_score_interval"]
 
 
 def auc_delong(
@@ -167,3 +168,57 @@ def _dot(u: FloatArray, v: FloatArray) -> float:
     """Dot product without BLAS: a threaded BLAS ``ddot`` can stall for milliseconds on a
     busy 2-core machine, while einsum's own loop takes microseconds at these sizes."""
     return float(np.einsum("i,i->", u, v))
+
+
+_AUC_GRID = 1025  # coarse grid that locates each bound before bisection
+_AUC_STEPS = 40
+
+
+def auc_score_interval(
+    auc: ArrayLike, n_x: ArrayLike, n_y: ArrayLike, *, level: float = 0.95
+) -> tuple[FloatArray, FloatArray]:
+    """Newcombe's (2006) score interval for an AUC (his method 5): every ``theta`` with
+    ``(AUC - theta)^2 <= z^2 V(theta)``, ``V`` the Hanley-McNeil variance at ``theta`` with
+    ``n* = (n_x + n_y) / 2`` in place of both sizes:
+
+    .. math:: V(\\theta) = \\frac{\\theta (1 - \\theta)}{n_x n_y}
+              \\left[1 + (n^* - 1) \\left(\\frac{1 - \\theta}{2 - \\theta} + \\frac{\\theta}{1 + \\theta}\\right)\\right]
+
+    Unlike the Wald interval on the DeLong variance, it stays inside [0, 1] and keeps its
+    coverage near 0 and 1 and for small sets: with 100 rows in the smaller set and an AUC of
+    0.95, 97% against the Wald interval's 92% (``docs/alerts.md``). At AUC 1/2 the variance is
+    the exact null variance of the Mann-Whitney U. NaN where a set is empty.
+
+    >>> lo, hi = auc_score_interval(0.9, 50, 50)
+    >>> round(float(lo), 4), round(float(hi), 4)
+    (0.8159, 0.9462)
+    """
+    z = z_value(level)
+    a, nx, ny = (np.asarray(v, dtype=np.float64) for v in np.broadcast_arrays(auc, n_x, n_y))
+    shape = a.shape
+    defined = (nx > 0) & (ny > 0) & np.isfinite(a)
+    a, nx, ny = (np.where(defined, v, 1.0).reshape(-1) for v in (a, nx, ny))
+    n_star = (nx + ny) / 2
+
+    def excess(theta: FloatArray) -> FloatArray:
+        shape_term = (1 - theta) / (2 - theta) + theta / (1 + theta)
+        variance = theta * (1 - theta) * (1 + (n_star - 1) * shape_term) / (nx * ny)
+        out: FloatArray = (a - theta) ** 2 - z * z * variance
+        return out
+
+    grid = np.linspace(0.0, 1.0, _AUC_GRID)[:, None] * np.ones(a.shape)[None, :]
+    inside = excess(grid) <= 0  # the estimate itself is always inside
+    first = np.argmax(inside, axis=0)
+    last = _AUC_GRID - 1 - np.argmax(inside[::-1], axis=0)
+    step = 1.0 / (_AUC_GRID - 1)
+    bounds = []
+    for edge, outward in ((first, -1), (last, 1)):
+        inner = edge * step
+        outer = np.clip(inner + outward * step, 0.0, 1.0)
+        for _ in range(_AUC_STEPS):
+            mid = (inner + outer) / 2
+            ok = excess(mid) <= 0
+            inner, outer = np.where(ok, mid, inner), np.where(ok, outer, mid)
+        bounds.append(np.where(excess(outer) <= 0, outer, inner).reshape(shape))
+    lo, hi = bounds
+    return np.where(defined.reshape(shape), lo, np.nan), np.where(defined.reshape(shape), hi, np.nan)

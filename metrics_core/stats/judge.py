@@ -7,11 +7,14 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["STATES", "State", "judge"]
+__all__ = ["DEFAULT_MIN_SAMPLES", "STATES", "State", "judge"]
 
 State = Literal["ok", "inconclusive", "violation", "insufficient_data"]
 #: The states of a judged value, in the order of their numeric code in Prometheus.
 STATES: tuple[State, ...] = ("ok", "inconclusive", "violation", "insufficient_data")
+#: The smallest denominator a judged value needs (every evaluator's and the service's default).
+#: Below 100 the intervals' tails drift from their nominal 2.5% (docs/alerts.md).
+DEFAULT_MIN_SAMPLES = 100
 
 
 def judge(

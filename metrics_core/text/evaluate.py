@@ -11,6 +11,7 @@ from metrics_core.core.results import Report
 from metrics_core.core.undefined import Undefined
 from metrics_core.engine.groupwise import evaluate_groupwise
 from metrics_core.engine.select import FairRangeOverrides, fair_ranges_of, select_specs
+from metrics_core.stats.judge import DEFAULT_MIN_SAMPLES
 from metrics_core.text.kernels import compile_lexicon, compile_targets, compile_word_lists, tokens_of
 from metrics_core.text.specs import SPECS, TextWindow
 from metrics_core.text.tokenize import count_matrix
@@ -31,7 +32,7 @@ def evaluate(
     metrics: Sequence[str] | None = None,
     confidence: float = 0.95,
     fair_ranges: FairRangeOverrides | None = None,
-    min_samples: float = 30,
+    min_samples: float = DEFAULT_MIN_SAMPLES,
     n_resamples: int = 200,
     seed: int = 0,
     lexicon: Iterable[str] | None = None,

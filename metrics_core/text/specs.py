@@ -18,7 +18,8 @@ from metrics_core.core.spec import FairRange, Input, IntervalMethod, MetricSpec
 from metrics_core.core.types import Data, FloatArray
 from metrics_core.core.undefined import Undefined
 from metrics_core.engine.groupwise import Resampling
-from metrics_core.stats.intervals import katz_log_interval, newcombe_interval, wilson_interval
+from metrics_core.stats.intervals import wilson_interval
+from metrics_core.stats.score import scas_difference_interval, scas_ratio_interval
 from metrics_core.text.kernels import association_of, hit_rate, hit_ratio, representation_of
 from metrics_core.text.weat import WeatResult
 from metrics_core.window.pairs import GroupPair
@@ -176,10 +177,10 @@ SPECS: list[MetricSpec] = [
         "(holisticai fair area); HONEST gives no range",
         meaning="positive: prompts about the group get hurtful completions more often than the reference's",
         formula="HONEST(G) - HONEST(R)",
-        interval="newcombe",
+        interval="scas",
         support=("completions, on the smaller side",),
         statistic=_honest_difference,
-        ci=_counts_ci(newcombe_interval),
+        ci=_counts_ci(scas_difference_interval),
         count_support=_both_rows,
     ),
     MetricSpec(
@@ -192,10 +193,10 @@ SPECS: list[MetricSpec] = [
         "1.25 = 1/0.8 keeps it symmetric",
         meaning="above 1: prompts about the group get hurtful completions more often than the reference's",
         formula="HONEST(G) / HONEST(R)",
-        interval="katz_log",
+        interval="scas",
         support=("completions, on the smaller side",),
         statistic=_honest_ratio,
-        ci=_counts_ci(katz_log_interval),
+        ci=_counts_ci(scas_ratio_interval),
         count_support=_both_rows,
     ),
     _model(

@@ -25,6 +25,7 @@ from pydantic import (
 )
 
 from metrics_core import get_metric
+from metrics_core.stats.judge import DEFAULT_MIN_SAMPLES
 from monitor.tasks import TASKS, TaskName, TaskOptions
 
 __all__ = [
@@ -192,7 +193,7 @@ class ModelConfig(_Strict):
     interval: Duration = timedelta(seconds=60)
     metrics: list[str] | None = None  # default: every metric the inputs allow
     fair_ranges: dict[str, tuple[float | None, float | None]] = Field(default_factory=dict)
-    min_samples: int = Field(default=100, ge=1)
+    min_samples: int = Field(default=DEFAULT_MIN_SAMPLES, ge=1)
     max_groups: int = Field(default=200, ge=1)  # cap on exported groups per attribute
 
     @field_validator("options", mode="before")

@@ -10,7 +10,15 @@ from scipy.stats import norm
 from sklearn.metrics import roc_auc_score
 
 import metrics_core as mc
-from tests.metrics_core.reference import build, delong_slow, make_window, same, seed000
+from metrics_core.binary.window import BinaryWindow
+from tests.metrics_core.reference import (
+    auc_score_interval_slow,
+    build,
+    delong_slow,
+    make_window,
+    same,
+    seed000,
+)
 
 RANKING = ("subgroup_auc", "bpsn_auc", "bnsp_auc", "negative_aeg", "positive_aeg")
 Z95 = float(norm.ppf(0.975))
@@ -229,42 +237,48 @@ def test_convenience_functions_equal_references(evaluated):
             assert same(func(w.y, w.score, case.g), expected[metric]), (case.group, metric)
 
 
-def _delong_from_interval(lo: float, hi: float) -> float:
-    return ((hi - lo) / (2 * Z95)) ** 2
+_SETS = {  # metric -> (X, Y, offset): the AUC of X over Y, as BinaryWindow.auc names the sets
+    "subgroup_auc": ("group+", "group-", 0.0),
+    "bpsn_auc": ("reference+", "group-", 0.0),
+    "bnsp_auc": ("group+", "reference-", 0.0),
+    "negative_aeg": ("group-", "reference-", 0.5),
+    "positive_aeg": ("group+", "reference+", 0.5),
+}
 
 
-def test_delong_variance_equals_slow_reference(evaluated):
-    """The interval half-width of every AUC-family value is z * sqrt(DeLong variance)."""
+def test_delong_variance_and_score_interval_equal_slow_references(evaluated):
+    """Each AUC-family value: DeLong's variance as the slow O(n_x n_y) kernel gives it, and the interval
+    of Newcombe's method 5 as scipy's root finder gives it (``reference.auc_score_interval_slow``)."""
     w, built, report = evaluated
+    window = BinaryWindow(built.table, built.comparisons, threshold=0.5, level=0.95)
+    index = {(s.attribute, s.group, s.reference): i for i, s in enumerate(window.sides)}
     pos, neg = w.y == 1, w.y == 0
     checked = 0
     for case in built.cases:
         g, r = case.g, case.r
-        sets = {
-            "subgroup_auc": (g & pos, g & neg, 0.0),
-            "bpsn_auc": (r & pos, g & neg, 0.0),
-            "bnsp_auc": (g & pos, r & neg, 0.0),
-            "negative_aeg": (g & neg, r & neg, 0.5),
-            "positive_aeg": (g & pos, r & pos, 0.5),
-        }
-        for metric, (x, y, offset) in sets.items():
+        masks = {"group+": g & pos, "group-": g & neg, "reference+": r & pos, "reference-": r & neg}
+        i = index[(case.attribute, case.group, case.reference)]
+        for metric, (x_name, y_name, offset) in _SETS.items():
             v = report.get(metric, case.group, case.attribute)
+            x, y = masks[x_name], masks[y_name]
             if x.sum() < 2 or y.sum() < 2:
                 continue
             auc, var = delong_slow(w.score[x], w.score[y])
             assert v.value + offset == pytest.approx(auc, abs=1e-12)
-            lo, hi = v.ci_lower + offset, v.ci_upper + offset
-            if lo <= 0.0 or hi >= 1.0:
-                continue  # clipped to [0, 1]: the half-width is not z * sd
-            assert _delong_from_interval(lo, hi) == pytest.approx(var, abs=1e-12, rel=1e-9), (case, metric)
+            assert window.auc(x_name, y_name).variance[i] == pytest.approx(var, abs=1e-12, rel=1e-9)
+            lo, hi = auc_score_interval_slow(auc, x.sum(), y.sum())
+            assert (v.ci_lower + offset, v.ci_upper + offset) == pytest.approx((lo, hi), abs=1e-9), (
+                case,
+                metric,
+            )
             checked += 1
     assert checked >= 60
     labeled = pos | neg
-    auc, var = delong_slow(w.score[pos], w.score[neg])
+    auc, _ = delong_slow(w.score[pos], w.score[neg])
     overall = report.model_value("overall_auc")
     assert overall.value == pytest.approx(auc, abs=1e-12)
-    assert _delong_from_interval(overall.ci_lower, overall.ci_upper) == pytest.approx(
-        var, abs=1e-12, rel=1e-9
+    assert (overall.ci_lower, overall.ci_upper) == pytest.approx(
+        auc_score_interval_slow(auc, pos.sum(), neg.sum()), abs=1e-9
     )
     assert labeled.sum() < w.n  # unlabeled rows were present and ignored
 
@@ -272,12 +286,16 @@ def test_delong_variance_equals_slow_reference(evaluated):
 def test_delong_by_hand():
     """X = {0.3, 0.8}, Y = {0.3, 0.1}: kernel rows (1/2, 1) and (1, 1); AUC = 3.5/4.
     V10 = (0.75, 1), V01 = (0.75, 1): S10 = S01 = 2 * 0.125^2 / 1 = 1/32; Var = 1/64 + 1/64."""
+    table = mc.table_for(
+        [0.3, 0.8, 0.3, 0.1], [1, 1, 0, 0], [mc.indicator_attribute("i", {"all": [1, 1, 1, 1]})]
+    )
+    window = BinaryWindow(table, [mc.Comparison("i", "all", "i=all")], threshold=0.5, level=0.95)
+    fit = window.auc("group+", "group-")
+    assert fit.estimate[0] == 0.875 and fit.variance[0] == pytest.approx(1 / 32, abs=1e-15)
     report = _indicator_report([0.3, 0.8, 0.3, 0.1], [1, 1, 0, 0], {"all": [1, 1, 1, 1]})
     v = report.get("subgroup_auc", "all")
     assert v.value == 0.875
-    hi_unclipped = 0.875 + Z95 * math.sqrt(1 / 32)
-    assert v.ci_upper == 1.0 and hi_unclipped > 1.0
-    assert v.ci_lower == pytest.approx(0.875 - Z95 * math.sqrt(1 / 32), abs=1e-12)
+    assert (v.ci_lower, v.ci_upper) == pytest.approx(auc_score_interval_slow(0.875, 2, 2), abs=1e-12)
 
 
 # --- 3. invariances over the registry ------------------------------------------------------

@@ -24,7 +24,6 @@ SPEC_RANGES = {
     "disparate_impact": (0.8, 1.25),
     "four_fifths_ratio": (0.8, 1.0),
     "cohens_d": (-0.2, 0.2),
-    "two_sd_rule": (-2.0, 2.0),
     "equal_opportunity_difference": (-0.1, 0.1),
     "false_positive_rate_difference": (-0.1, 0.1),
     "false_negative_rate_difference": (-0.1, 0.1),
@@ -40,6 +39,7 @@ SPEC_RANGES = {
 }
 RELATIVE_AUC = ("subgroup_auc", "bpsn_auc", "bnsp_auc")  # >= overall_auc - 0.05, no upper bound
 INFORMATIONAL = {
+    "two_sd_rule",  # a z statistic: any fixed gap crosses +-2 once the window is large enough (issue 11)
     "selection_rate",
     "true_positive_rate",
     "false_positive_rate",
@@ -55,22 +55,27 @@ INFORMATIONAL = {
     "generalized_entropy_index",
     "coefficient_of_variation",
 }
-# metrics.md section 5: interval method per kind of value
+# interval method per kind of value: metrics.md section 5, recalibrated by issue 11 (docs/alerts.md):
+# skewness-corrected score intervals for differences and ratios of rates (Katz's and Newcombe's
+# tails run above 2.5%), Newcombe's score interval for AUCs (DeLong's Wald interval under-covers at
+# high AUC), composite odds gaps judged through their two component gaps
 SPEC_INTERVALS = {
     "selection_rate": "wilson",
-    "statistical_parity_difference": "newcombe",
-    "equal_opportunity_difference": "newcombe",
-    "accuracy_difference": "newcombe",
-    "disparate_impact": "katz_log",
-    "precision_ratio": "katz_log",
-    "recall_ratio": "katz_log",
-    "average_odds_difference": "normal",
-    "subgroup_auc": "delong",
-    "bpsn_auc": "delong",
-    "bnsp_auc": "delong",
-    "negative_aeg": "delong",
-    "positive_aeg": "delong",
-    "overall_auc": "delong",
+    "statistical_parity_difference": "scas",
+    "equal_opportunity_difference": "scas",
+    "accuracy_difference": "scas",
+    "disparate_impact": "scas",
+    "precision_ratio": "scas",
+    "recall_ratio": "scas",
+    "average_odds_difference": "components",
+    "average_abs_odds_difference": "components",
+    "equalized_odds_difference": "components",
+    "subgroup_auc": "auc_score",
+    "bpsn_auc": "auc_score",
+    "bnsp_auc": "auc_score",
+    "negative_aeg": "auc_score",
+    "positive_aeg": "auc_score",
+    "overall_auc": "auc_score",
 }
 
 PUBLIC_API = [
@@ -137,16 +142,7 @@ def test_every_metric_is_fully_described(spec):
             assert mc.get_metric(spec.fair_range.relative_to).level == "model"
     if spec.level == "group":
         assert spec.support, "a group metric must say which denominators gate it"
-    assert spec.interval in (
-        "wilson",
-        "newcombe",
-        "katz_log",
-        "normal",
-        "delong",
-        "bootstrap",
-        "transformed",
-        "none",
-    )
+    assert spec.interval in ("wilson", "scas", "components", "auc_score", "normal", "transformed", "none")
 
 
 TASK_SPECS = [m for m in mc.REGISTRY.values() if m.family in TASK_FAMILIES]
@@ -163,7 +159,7 @@ def test_every_task_family_metric_is_fully_described(spec):
         assert spec.ideal is not None, "a metric with a fair range needs an ideal value"
         lo, hi = spec.fair_range.resolve()
         assert lo <= spec.ideal <= hi, "the ideal value must be fair"
-    assert spec.interval in ("wilson", "newcombe", "katz_log", "normal", "bootstrap", "permutation", "none")
+    assert spec.interval in ("wilson", "scas", "normal", "bootstrap", "permutation", "none")
 
 
 def test_fair_ranges_are_those_of_metrics_md():

@@ -19,6 +19,7 @@ import pytest
 
 import metrics_core as mc
 from metrics_core import text as tx
+from tests.metrics_core.reference import score_interval_slow
 
 FEMALE = ["she", "her", "woman", "mother"]
 MALE = ["he", "his", "man", "father"]
@@ -541,7 +542,7 @@ def test_specs() -> None:
         assert s.source and s.meaning and s.formula
         assert s.requires <= set(tx.INPUTS) | {"embeddings"}
     intervals = {s.name: s.interval for s in tx.SPECS if s.level == "group"}
-    assert intervals == {"honest_rate": "wilson", "honest_difference": "newcombe", "honest_ratio": "katz_log"}
+    assert intervals == {"honest_rate": "wilson", "honest_difference": "scas", "honest_ratio": "scas"}
     assert tx.INPUTS == ("text",)
 
 
@@ -574,13 +575,13 @@ def test_evaluate_named_reference_matches_references() -> None:
         diff = report.get("honest_difference", g)
         assert diff.value == pytest.approx(k / n - k_r / n_r, abs=1e-15)
         assert (diff.ci_lower, diff.ci_upper) == pytest.approx(
-            tuple(map(float, mc.newcombe_interval(k, n, k_r, n_r)))
+            score_interval_slow(int(k), int(n), int(k_r), int(n_r), "difference"), abs=1e-7
         )
         assert diff.support == min(n, n_r) and diff.n_group == n and diff.n_reference == n_r
         ratio = report.get("honest_ratio", g)
         assert ratio.value == pytest.approx((k / n) / (k_r / n_r), abs=1e-12)
         assert (ratio.ci_lower, ratio.ci_upper) == pytest.approx(
-            tuple(map(float, mc.katz_log_interval(k, n, k_r, n_r)))
+            score_interval_slow(int(k), int(n), int(k_r), int(n_r), "ratio"), abs=1e-6
         )
     n_nb = int((groups == "nonbinary").sum())
     expected_state = "insufficient_data" if n_nb < 10 else "ok"
@@ -622,7 +623,13 @@ def test_evaluate_judges_states() -> None:
     texts = ["You idiot!"] * 30 + ["fine"] * 30 + ["Stupid."] * 3 + ["fine"] * 57
     groups = ["f"] * 60 + ["m"] * 60
     attr = mc.categorical_attribute("prompt_group", groups, reference="m")
-    r = tx.evaluate({"text": texts}, [attr], lexicon=LEXICON, metrics=["honest_difference", "honest_ratio"])
+    r = tx.evaluate(
+        {"text": texts},
+        [attr],
+        lexicon=LEXICON,
+        metrics=["honest_difference", "honest_ratio"],
+        min_samples=30,
+    )
     assert r.get("honest_difference", "f").value == pytest.approx(0.5 - 0.05)
     assert r.get("honest_difference", "f").state == "violation"
     assert r.get("honest_ratio", "f").value == pytest.approx(10.0)
@@ -634,6 +641,7 @@ def test_evaluate_judges_states() -> None:
         lexicon=LEXICON,
         metrics=["honest_difference"],
         fair_ranges={"honest_difference": (-1, 1)},
+        min_samples=30,
     )
     assert wide.get("honest_difference", "f").state == "ok"
 
