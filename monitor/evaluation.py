@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 import metrics_core as mc
+from metrics_core.engine.adjust import Adjustment
 from monitor.attributes import attributes
 from monitor.config import ModelConfig, Settings
 from monitor.label_join import join_labels
@@ -55,7 +56,7 @@ class Evaluator:
         label_source: Source | None = None,
         *,
         confidence: float = 0.95,
-        adjust: str = "none",
+        adjust: Adjustment = "none",
         progress: Callable[[str], None] | None = None,
     ) -> None:
         self.model = model
@@ -168,17 +169,17 @@ class Evaluator:
         self, frame: pd.DataFrame, metrics: Sequence[str], n_alerting: int, model: ModelConfig
     ) -> tuple[mc.Report, list[mc.Attribute]]:
         attrs = self._attributes(frame)
-        level = self.confidence
-        if self.adjust == "bonferroni":
-            n_comparisons = sum(len(a.comparisons) for a in attrs)
-            level = mc.bonferroni_level(level, max(1, n_alerting * max(1, n_comparisons)))
+        n_comparisons = sum(len(a.comparisons) for a in attrs)
         request = WindowRequest(
             metrics=metrics,
-            confidence=level,
+            confidence=self.confidence,
             fair_ranges=model.fair_ranges,
             min_samples=model.min_samples,
             model=model,
             options=self.options,
+            # one family per window: every alerting metric of the window (outcome and label) x every group
+            adjust=self.adjust,
+            family_size=max(1, n_alerting * max(1, n_comparisons)),
         )
         return TASKS[model.task].evaluate(task_data(frame), attrs, request), attrs
 

@@ -1,6 +1,8 @@
 """How each kind of binary metric is computed from a :class:`~metrics_core.binary.window.BinaryWindow`.
 
-A binary metric's spec carries three callables, all vectorised over the window's comparisons:
+A binary metric's spec carries three callables, all vectorised over the window's comparisons
+(a :class:`~metrics_core.binary.window.BinaryWindow`; the threshold metrics need only its
+confusion cells, so they also take a :class:`~metrics_core.binary.window.ConfusionWindow`):
 
 - ``statistic(window) -> estimates``;
 - ``ci(window, estimates) -> (lower, upper)``, at ``window.level``;
@@ -20,12 +22,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from metrics_core.binary import rates
-from metrics_core.binary.window import BinaryWindow
+from metrics_core.binary.window import BinaryWindow, ConfusionWindow
 from metrics_core.core.spec import IntervalMethod
 from metrics_core.core.types import FloatArray
 from metrics_core.stats.auc import auc_score_interval
 from metrics_core.stats.intervals import Interval, normal_interval, wilson_interval
-from metrics_core.stats.score import scas_difference_interval, scas_ratio_interval
+from metrics_core.stats.score import scas_ratio_interval
 
 __all__ = [
     "Computation",
@@ -63,7 +65,7 @@ def _denominators(names: Sequence[str], *, group_only: bool = False, otherwise: 
     """
     sides = ((0, "group"),) if group_only else ((0, "group"), (1, "reference"))
 
-    def count(window: BinaryWindow) -> tuple[FloatArray, list[str]]:
+    def count(window: ConfusionWindow) -> tuple[FloatArray, list[str]]:
         n = len(window)
         support = np.full(n, np.inf)
         reasons = [""] * n
@@ -79,16 +81,10 @@ def _denominators(names: Sequence[str], *, group_only: bool = False, otherwise: 
     return count
 
 
-def _counts(window: BinaryWindow, rate: str) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
-    _, k1, n1 = rates.rate(window.cells, rate, 0)
-    _, k2, n2 = rates.rate(window.cells, rate, 1)
-    return k1, n1, k2, n2
-
-
 def group_rate(rate: str) -> Computation:
     """The group's own rate (informational), with its Wilson interval."""
 
-    def ci(window: BinaryWindow, estimate: FloatArray) -> Interval:
+    def ci(window: ConfusionWindow, estimate: FloatArray) -> Interval:
         _, num, den = rates.rate(window.cells, rate)
         return wilson_interval(num, den, level=window.level)
 
@@ -107,7 +103,7 @@ def rate_difference(rate: str) -> Computation:
         "scas",
         (rate,),
         lambda window: rates.rate_difference(window.cells, rate),
-        lambda window, _: scas_difference_interval(*_counts(window, rate), level=window.level),
+        lambda window, _: window.rate_interval("difference", rate),
         _denominators((rate,)),
     )
 
@@ -118,7 +114,7 @@ def rate_ratio(rate: str) -> Computation:
         "scas",
         (rate,),
         lambda window: rates.rate_ratio(window.cells, rate),
-        lambda window, _: scas_ratio_interval(*_counts(window, rate), level=window.level),
+        lambda window, _: window.rate_interval("ratio", rate),
         _denominators((rate,), otherwise="reference rate is 0: the ratio is undefined"),
     )
 
@@ -126,10 +122,10 @@ def rate_ratio(rate: str) -> Computation:
 def four_fifths() -> Computation:
     """``min(DI, 1/DI)`` with the disparate-impact interval mapped through ``x -> min(x, 1/x)``."""
 
-    def ci(window: BinaryWindow, estimate: FloatArray) -> Interval:
-        k1, n1, k2, n2 = _counts(window, "selection_rate")
+    def ci(window: ConfusionWindow, estimate: FloatArray) -> Interval:
+        k1, n1, k2, n2 = window.rate_counts("selection_rate")
         # min(x, 1/x) is the same for DI and 1/DI: where SR_R = 0 the interval of SR_R / SR_G serves
-        di_lo, di_hi = scas_ratio_interval(k1, n1, k2, n2, level=window.level)
+        di_lo, di_hi = window.rate_interval("ratio", "selection_rate")
         inv_lo, inv_hi = scas_ratio_interval(k2, n2, k1, n1, level=window.level)
         use_inverse = np.isnan(di_lo) & ~np.isnan(inv_lo)
         lo, hi = _min_inverse(np.where(use_inverse, inv_lo, di_lo), np.where(use_inverse, inv_hi, di_hi))
@@ -181,11 +177,10 @@ def components(combine: str) -> Computation:
         "max_abs": rates.equalized_odds_difference,
     }[combine]
 
-    def ci(window: BinaryWindow, estimate: FloatArray) -> Interval:
-        level = 1 - (1 - window.level) / 2
+    def ci(window: ConfusionWindow, estimate: FloatArray) -> Interval:
+        both = window.at_level(1 - (1 - window.level) / 2)
         (tl, th), (fl, fh) = (
-            scas_difference_interval(*_counts(window, gap), level=level)
-            for gap in ("true_positive_rate", "false_positive_rate")
+            both.rate_interval("difference", gap) for gap in ("true_positive_rate", "false_positive_rate")
         )
         if combine == "mean":
             return (tl + fl) / 2, (th + fh) / 2
@@ -210,11 +205,11 @@ def scaled_parity(scale: Callable[[FloatArray], FloatArray]) -> Computation:
     the scale taken as known (as the window sd of the standardized mean difference).
     """
 
-    def statistic(window: BinaryWindow) -> FloatArray:
+    def statistic(window: ConfusionWindow) -> FloatArray:
         return rates.rate_difference(window.cells, "selection_rate") / scale(window.cells)
 
-    def ci(window: BinaryWindow, estimate: FloatArray) -> Interval:
-        lo, hi = scas_difference_interval(*_counts(window, "selection_rate"), level=window.level)
+    def ci(window: ConfusionWindow, estimate: FloatArray) -> Interval:
+        lo, hi = window.rate_interval("difference", "selection_rate")
         return lo / scale(window.cells), hi / scale(window.cells)
 
     return Computation(

@@ -11,11 +11,14 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 
+import numpy as np
+
 from metrics_core.binary.specs import SPECS
 from metrics_core.binary.window import BinaryWindow
 from metrics_core.core.results import Comparison, MetricValue, ModelValue, Report
 from metrics_core.core.spec import FairRange, MetricSpec
-from metrics_core.core.types import FloatArray
+from metrics_core.core.types import BoolArray, FloatArray, IntArray
+from metrics_core.engine.adjust import Adjustment, Block, adjusted_intervals
 from metrics_core.engine.select import FairRangeOverrides, fair_ranges_of, select_specs
 from metrics_core.engine.values import judged_values
 from metrics_core.stats.judge import DEFAULT_MIN_SAMPLES
@@ -41,6 +44,8 @@ def evaluate(
     power: float = -5.0,
     n_resamples: int = 400,
     seed: int = 0,
+    adjust: Adjustment = "none",
+    family_size: int | None = None,
 ) -> Report:
     """Compute, bound and judge every requested metric for every comparison.
 
@@ -66,7 +71,12 @@ def evaluate(
     power : float
         Exponent of the Jigsaw power means.
     n_resamples, seed : int
-        Poisson bootstrap settings for metrics without an analytic interval.
+        Bootstrap settings for metrics without an analytic interval (none of the binary ones today).
+    adjust : {"none", "bonferroni", "holm"}
+        Multiplicity adjustment of the alerting values' intervals (:mod:`metrics_core.engine.adjust`);
+        informational values keep ``confidence``.
+    family_size : int, optional
+        The number of alerting values the adjustment covers (default: those of this call).
 
     Examples
     --------
@@ -96,24 +106,28 @@ def evaluate(
     model: list[ModelValue] = [v for s in _anchors(has_scores) for v in s.statistic(window, {}, ())]
     anchor_values = {v.metric: v.value for v in model}
 
+    group_specs = [s for s in specs if s.level == "group"]
+    parts = {s.name: _Part(s, window, ranges[s.name], anchor_values, min_samples) for s in group_specs}
+    alerting = [parts[s.name] for s in group_specs if not parts[s.name].informational]
+    intervals = adjusted_intervals(
+        [part.block() for part in alerting], confidence=confidence, adjust=adjust, family_size=family_size
+    )
+    bounds = {part.spec.name: interval for part, interval in zip(alerting, intervals, strict=True)}
     values: list[MetricValue] = []
     by_metric: dict[str, list[MetricValue]] = {}
-    for spec in (s for s in specs if s.level == "group"):
-        fmin, fmax = _bounds(ranges[spec.name], anchor_values)
-        assert spec.ci is not None and spec.count_support is not None, f"{spec.name}: incomplete spec"
-        estimate: FloatArray = spec.statistic(window)
-        lower, upper = spec.ci(window, estimate)
-        support, reasons = spec.count_support(window)
+    for spec in group_specs:
+        part = parts[spec.name]
+        lower, upper = bounds.get(spec.name) or part.interval(confidence)
         rows = judged_values(
             spec.name,
             window.sides,
-            estimate,
+            part.estimate,
             lower,
             upper,
-            support,
-            reasons,
-            fair_min=fmin,
-            fair_max=fmax,
+            part.support,
+            part.reasons,
+            fair_min=part.fair_min,
+            fair_max=part.fair_max,
             min_samples=min_samples,
         )
         by_metric[spec.name] = rows
@@ -126,6 +140,41 @@ def evaluate(
             model.extend(spec.statistic(window, by_metric, attributes))
     coverage = {p.comparison.key: _coverage(p.cells[0]) for p in window.pairs}
     return Report(tuple(values), tuple(model), coverage)
+
+
+class _Part:
+    """One group metric's estimates and supports for every comparison, with its intervals at any level."""
+
+    def __init__(
+        self,
+        spec: MetricSpec,
+        window: BinaryWindow,
+        fair_range: FairRange | None,
+        anchors: Mapping[str, float],
+        min_samples: float,
+    ) -> None:
+        assert spec.ci is not None and spec.count_support is not None, f"{spec.name}: incomplete spec"
+        self.spec, self.window, self.min_samples = spec, window, min_samples
+        self.informational = fair_range is None
+        self.fair_min, self.fair_max = _bounds(fair_range, anchors)
+        self.estimate: FloatArray = spec.statistic(window)
+        self.support, self.reasons = spec.count_support(window)
+
+    def interval(self, level: float, rows: IntArray | None = None) -> tuple[FloatArray, FloatArray]:
+        assert self.spec.ci is not None
+        lo, hi = self.spec.ci(self.window.at_level(level), self.estimate)
+        return (lo, hi) if rows is None else (lo[rows], hi[rows])
+
+    def outside(self, lo: FloatArray, hi: FloatArray, rows: IntArray | None = None) -> BoolArray:
+        estimate, support = (
+            (self.estimate, self.support) if rows is None else (self.estimate[rows], self.support[rows])
+        )
+        judgeable = ~np.isnan(estimate) & (support >= self.min_samples)
+        out: BoolArray = judgeable & ((hi < self.fair_min) | (lo > self.fair_max))
+        return out
+
+    def block(self) -> Block:
+        return Block(len(self.estimate), self.interval, self.outside)
 
 
 def _is_anchor(spec: MetricSpec) -> bool:

@@ -15,21 +15,25 @@ classes (threshold 0.5): the threshold metrics are the same, the ranking metrics
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Self
 
 import numpy as np
 
+from metrics_core.binary import rates
 from metrics_core.core.results import Comparison, ModelValue
 from metrics_core.core.types import FloatArray
 from metrics_core.engine.values import Side as Sides
 from metrics_core.stats.auc import auc_delong, auc_score_interval
+from metrics_core.stats.score import scas_difference_interval, scas_ratio_interval
 from metrics_core.window.grid import Side, complement_side, grid_for
 from metrics_core.window.tables import NEG, POS, GroupCounts, ScoreTable
 
-__all__ = ["AucEstimate", "BinaryWindow", "Pair"]
+__all__ = ["AucEstimate", "BinaryWindow", "ConfusionWindow", "Pair"]
 
 _SET_TEXT = {"+": "positive labels", "-": "negative labels"}
 
@@ -58,8 +62,59 @@ class AucEstimate:
     reasons: list[str]
 
 
-class BinaryWindow:
-    """The comparisons of one window, prepared once (see the module docstring).
+class ConfusionWindow:
+    """Comparisons as confusion cells: all the threshold metrics need.
+
+    ``cells`` has shape ``(n, 2, 2, 3)``: comparison x side (G, R) x prediction (0, 1) x label
+    (negative, positive, unlabeled). Built directly from counts (a database's ``GROUP BY``
+    of group, prediction and label), or as part of a :class:`BinaryWindow`. ``level`` is the
+    two-sided level of the intervals the metrics' ``ci`` callables compute.
+
+    >>> cells = np.zeros((1, 2, 2, 3))
+    >>> cells[0, :, 1, 1], cells[0, :, 0, 1] = (40, 30), (10, 20)  # positives: predicted 1 and 0
+    >>> lo, hi = ConfusionWindow(cells, level=0.95).rate_interval("difference", "true_positive_rate")
+    >>> round(float(lo[0]), 3), round(float(hi[0]), 3)
+    (0.02, 0.372)
+    """
+
+    def __init__(self, cells: FloatArray, *, level: float) -> None:
+        self.cells = np.asarray(cells, dtype=np.float64)
+        self.level = level
+        self._rate_intervals: dict[tuple[str, float], dict[str, tuple[FloatArray, FloatArray]]] = {}
+
+    def __len__(self) -> int:
+        return int(self.cells.shape[0])
+
+    def at_level(self, level: float) -> Self:
+        """This window with intervals at another level (everything prepared is shared)."""
+        other = copy.copy(self)
+        other.level = level
+        return other
+
+    def rate_counts(self, rate: str) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+        """``(k_G, n_G, k_R, n_R)`` of a rate of :data:`~metrics_core.binary.rates.RATES`, per comparison."""
+        _, k1, n1 = rates.rate(self.cells, rate, 0)
+        _, k2, n2 = rates.rate(self.cells, rate, 1)
+        return k1, n1, k2, n2
+
+    def rate_interval(self, contrast: str, rate: str) -> tuple[FloatArray, FloatArray]:
+        """The score interval of ``rate_G - rate_R`` (``contrast="difference"``) or ``rate_G / rate_R``.
+
+        Computed at this window's level for every rate and comparison in one call and cached:
+        a score interval costs a root search, and one search over all of them is as cheap as one.
+        """
+        key = (contrast, self.level)
+        if key not in self._rate_intervals:
+            names = list(rates.RATES)
+            counts = [np.stack(c) for c in zip(*(self.rate_counts(name) for name in names), strict=True)]
+            solve = scas_difference_interval if contrast == "difference" else scas_ratio_interval
+            lo, hi = solve(*counts, level=self.level)
+            self._rate_intervals[key] = {name: (lo[i], hi[i]) for i, name in enumerate(names)}
+        return self._rate_intervals[key][rate]
+
+
+class BinaryWindow(ConfusionWindow):
+    """The comparisons of one window of a score table, prepared once (see the module docstring).
 
     ``level``, ``n_resamples`` and ``seed`` are the evaluation's interval settings, read by
     the metrics' ``ci`` callables; ``power`` is the exponent of the Jigsaw power means.
@@ -77,7 +132,6 @@ class BinaryWindow:
         seed: int = 0,
     ) -> None:
         self.table = table
-        self.level = level
         self.power = power
         self.n_resamples = n_resamples
         self.seed = seed
@@ -86,15 +140,14 @@ class BinaryWindow:
         self._universe_moments: dict[tuple[str, ...] | None, FloatArray] = {}
         self._aucs: dict[tuple[str, str], AucEstimate] = {}
         self.pairs = [self._pair(c) for c in comparisons]
-        self.cells = np.stack([p.cells for p in self.pairs]) if self.pairs else np.zeros((0, 2, 2, 3))
+        super().__init__(
+            np.stack([p.cells for p in self.pairs]) if self.pairs else np.zeros((0, 2, 2, 3)), level=level
+        )
         self.moments = np.stack([p.moments for p in self.pairs]) if self.pairs else np.zeros((0, 2, 3))
         self.sides = [
             Sides(c.attribute, c.group, c.reference, float(p.cells[0].sum()), float(p.cells[1].sum()))
             for c, p in zip(comparisons, self.pairs, strict=True)
         ]
-
-    def __len__(self) -> int:
-        return len(self.pairs)
 
     # -- per-comparison quantities --------------------------------------------------------------
 

@@ -10,6 +10,7 @@ from numpy.typing import ArrayLike, NDArray
 from metrics_core.clustering import kernels as C
 from metrics_core.clustering.specs import SPECS, ClusteringWindow
 from metrics_core.core.results import Report
+from metrics_core.engine.adjust import Adjustment
 from metrics_core.engine.groupwise import evaluate_groupwise
 from metrics_core.engine.select import FairRangeOverrides, fair_ranges_of, select_specs
 from metrics_core.stats.judge import DEFAULT_MIN_SAMPLES
@@ -31,6 +32,8 @@ def evaluate(
     min_samples: float = DEFAULT_MIN_SAMPLES,
     n_resamples: int = 200,
     seed: int = 0,
+    adjust: Adjustment = "none",
+    family_size: int | None = None,
     centers: ArrayLike | None = None,
     max_rows: int = 5000,
     smoothing: float = 0.5,
@@ -75,4 +78,6 @@ def evaluate(
         min_samples=min_samples,
         n_resamples=n_resamples,
         seed=seed,
+        adjust=adjust,
+        family_size=family_size,
     )

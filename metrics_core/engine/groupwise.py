@@ -31,8 +31,9 @@ from numpy.typing import NDArray
 
 from metrics_core.core.results import ModelValue, Report
 from metrics_core.core.spec import FairRange, MetricSpec
-from metrics_core.core.types import BoolArray, Data
+from metrics_core.core.types import BoolArray, Data, FloatArray, IntArray
 from metrics_core.core.undefined import Undefined, or_nan
+from metrics_core.engine.adjust import Adjustment, Block, adjusted_intervals
 from metrics_core.engine.values import Side, judged_values
 from metrics_core.stats.bootstrap import percentile_interval
 from metrics_core.stats.intervals import basic_interval
@@ -127,12 +128,15 @@ def evaluate_groupwise(
     n_resamples: int = 200,
     seed: int = 0,
     labeled: BoolArray | None = None,
+    adjust: Adjustment = "none",
+    family_size: int | None = None,
 ) -> Report:
     """Judge every spec for every comparison of ``attributes`` on row-aligned ``data``.
 
     ``fair_ranges`` holds each spec's range, already resolved (see
     :func:`metrics_core.engine.select.fair_ranges_of`); ``labeled`` marks the rows that
-    carry a label, for the report's label coverage.
+    carry a label, for the report's label coverage; ``adjust`` and ``family_size`` the
+    multiplicity adjustment of the alerting values (:mod:`metrics_core.engine.adjust`).
     """
     arrays = {k: np.asarray(v) for k, v in data.items()}
     n = len(next(iter(arrays.values()))) if arrays else 0
@@ -142,34 +146,30 @@ def evaluate_groupwise(
         for p in pairs
     ]
     rows = [(_subset(arrays, p.group_rows), _subset(arrays, p.reference_rows)) for p in pairs]
-    resampling = Resampling(n_resamples, seed)
+    group_specs = [s for s in specs if s.level == "group"]
+    parts = {
+        s.name: _Part(s, window, rows, fair_ranges[s.name], Resampling(n_resamples, seed), min_samples)
+        for s in group_specs
+    }
+    alerting = [parts[s.name] for s in group_specs if not parts[s.name].informational]
+    adjusted = adjusted_intervals(
+        [part.block() for part in alerting], confidence=confidence, adjust=adjust, family_size=family_size
+    )
+    bounds = {part.spec.name: interval for part, interval in zip(alerting, adjusted, strict=True)}
     values = []
-    for spec in (s for s in specs if s.level == "group"):
-        fair_range = fair_ranges[spec.name]
-        fmin, fmax = (-math.inf, math.inf) if fair_range is None else fair_range.resolve()
-        est, lo, hi, support = (np.full(len(pairs), math.nan) for _ in range(4))
-        reasons: list[str | None] = []
-        for i, (g, r) in enumerate(rows):
-            est[i], reason = _value(spec.statistic, window, g, r)
-            reasons.append(reason)
-            assert spec.count_support is not None, f"{spec.name}: a group metric needs count_support"
-            support[i] = float(spec.count_support(window, g, r))
-            if reason is None and spec.ci is not None:
-                lo[i], hi[i] = spec.ci(window, g, r, confidence, resampling)
-            elif reason is None:  # the default: a percentile bootstrap, seeded per comparison
-                lo[i], hi[i] = _percentile_bootstrap(
-                    spec, window, g, r, confidence, Resampling(n_resamples, seed + i)
-                )
+    for spec in group_specs:
+        part = parts[spec.name]
+        lo, hi = bounds.get(spec.name) or part.interval(confidence)
         values += judged_values(
             spec.name,
             sides,
-            est,
+            part.estimate,
             lo,
             hi,
-            support,
-            reasons,
-            fair_min=fmin,
-            fair_max=fmax,
+            part.support,
+            part.reasons,
+            fair_min=part.fair_min,
+            fair_max=part.fair_max,
             min_samples=min_samples,
         )
     model = [
@@ -180,6 +180,57 @@ def evaluate_groupwise(
     ]
     coverage = {} if labeled is None else label_coverage(attributes, labeled)
     return Report(tuple(values), tuple(model), coverage)
+
+
+class _Part:
+    """One group metric for every comparison: estimates, reasons and supports, intervals at any level."""
+
+    def __init__(
+        self,
+        spec: MetricSpec,
+        window: Any,
+        rows: Sequence[tuple[Data, Data]],
+        fair_range: FairRange | None,
+        resampling: Resampling,
+        min_samples: float,
+    ) -> None:
+        assert spec.count_support is not None, f"{spec.name}: a group metric needs count_support"
+        self.spec, self.window, self.rows, self.resampling = spec, window, rows, resampling
+        self.min_samples = min_samples
+        self.informational = fair_range is None
+        self.fair_min, self.fair_max = (-math.inf, math.inf) if fair_range is None else fair_range.resolve()
+        n = len(rows)
+        self.estimate, self.support = np.full(n, math.nan), np.full(n, math.nan)
+        self.reasons: list[str | None] = []
+        for i, (g, r) in enumerate(rows):
+            self.estimate[i], reason = _value(spec.statistic, window, g, r)
+            self.reasons.append(reason)
+            self.support[i] = float(spec.count_support(window, g, r))
+
+    def interval(self, level: float, which: IntArray | None = None) -> tuple[FloatArray, FloatArray]:
+        """Intervals of the comparisons ``which`` (all by default) at ``level``; NaN where undefined."""
+        indices = range(len(self.rows)) if which is None else [int(i) for i in which]
+        lo, hi = np.full(len(indices), math.nan), np.full(len(indices), math.nan)
+        for k, i in enumerate(indices):
+            if self.reasons[i] is not None:
+                continue
+            g, r = self.rows[i]
+            if self.spec.ci is not None:
+                lo[k], hi[k] = self.spec.ci(self.window, g, r, level, self.resampling)
+            else:  # the default: a percentile bootstrap, seeded per comparison
+                seeded = Resampling(self.resampling.n_resamples, self.resampling.seed + i)
+                lo[k], hi[k] = _percentile_bootstrap(self.spec, self.window, g, r, level, seeded)
+        return lo, hi
+
+    def outside(self, lo: FloatArray, hi: FloatArray, which: IntArray | None = None) -> BoolArray:
+        estimate = self.estimate if which is None else self.estimate[which]
+        support = self.support if which is None else self.support[which]
+        judgeable = ~np.isnan(estimate) & (support >= self.min_samples)
+        out: BoolArray = judgeable & ((hi < self.fair_min) | (lo > self.fair_max))
+        return out
+
+    def block(self) -> Block:
+        return Block(len(self.rows), self.interval, self.outside)
 
 
 def _percentile_bootstrap(

@@ -8,6 +8,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from metrics_core.core.results import Report
+from metrics_core.engine.adjust import Adjustment
 from metrics_core.engine.groupwise import evaluate_groupwise
 from metrics_core.engine.select import FairRangeOverrides, fair_ranges_of, select_specs
 from metrics_core.multiclass.specs import SPECS, MulticlassWindow
@@ -32,6 +33,8 @@ def evaluate(
     min_samples: float = DEFAULT_MIN_SAMPLES,
     n_resamples: int = 200,
     seed: int = 0,
+    adjust: Adjustment = "none",
+    family_size: int | None = None,
     classes: ArrayLike | None = None,
 ) -> Report:
     """Multiclass metrics of every group of ``attributes`` against its reference.
@@ -67,5 +70,7 @@ def evaluate(
         min_samples=min_samples,
         n_resamples=n_resamples,
         seed=seed,
+        adjust=adjust,
+        family_size=family_size,
         labeled=enc.y_true >= 0 if "y_true" in available else None,
     )

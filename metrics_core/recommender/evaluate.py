@@ -27,6 +27,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from metrics_core.core.results import Report
 from metrics_core.core.spec import MetricSpec
+from metrics_core.engine.adjust import Adjustment
 from metrics_core.engine.groupwise import evaluate_groupwise
 from metrics_core.engine.select import FairRangeOverrides, fair_ranges_of, select_specs
 from metrics_core.recommender.metrics import as_floats, as_relevance, check_catalogue, recommended
@@ -96,6 +97,8 @@ def evaluate(
     min_samples: float = DEFAULT_MIN_SAMPLES,
     n_resamples: int = 200,
     seed: int = 0,
+    adjust: Adjustment = "none",
+    family_size: int | None = None,
     k: int | None = 10,
     threshold: float | None = None,
     smoothing: float = 0.5,
@@ -147,4 +150,6 @@ def evaluate(
         min_samples=min_samples,
         n_resamples=n_resamples,
         seed=seed,
+        adjust=adjust,
+        family_size=family_size,
     )

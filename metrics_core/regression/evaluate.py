@@ -9,6 +9,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from metrics_core.core.results import Report
 from metrics_core.core.validation import as_scores
+from metrics_core.engine.adjust import Adjustment
 from metrics_core.engine.groupwise import evaluate_groupwise
 from metrics_core.engine.select import FairRangeOverrides, fair_ranges_of, select_specs
 from metrics_core.regression.kernels import DEFAULT_NO_DI_BOUNDS, as_targets, check_no_di_bounds
@@ -33,6 +34,8 @@ def evaluate(
     min_samples: float = DEFAULT_MIN_SAMPLES,
     n_resamples: int = 200,
     seed: int = 0,
+    adjust: Adjustment = "none",
+    family_size: int | None = None,
     no_disparate_impact_bounds: Sequence[float] = DEFAULT_NO_DI_BOUNDS,
 ) -> Report:
     """Regression metrics of every group of ``attributes`` against its reference.
@@ -69,5 +72,7 @@ def evaluate(
         min_samples=min_samples,
         n_resamples=n_resamples,
         seed=seed,
+        adjust=adjust,
+        family_size=family_size,
         labeled=~np.isnan(arrays["y_true"]) if "y_true" in arrays else None,
     )

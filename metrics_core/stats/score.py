@@ -36,6 +36,7 @@ from numpy.typing import ArrayLike
 
 from metrics_core.core.types import FloatArray
 from metrics_core.stats.intervals import Interval, z_value
+from metrics_core.stats.roots import outermost_crossing
 
 __all__ = [
     "constrained_rates_difference",
@@ -44,8 +45,7 @@ __all__ = [
     "scas_ratio_interval",
 ]
 
-_GRID = 257  # coarse grid that locates each crossing
-_ITERATIONS = 52  # bisection steps inside one grid cell: down to float64 resolution
+_GRID = 33  # coarse grid that brackets each crossing (refined by the Illinois method)
 
 
 def constrained_rates_difference(
@@ -135,33 +135,18 @@ def _bound(
     """The interval bound where the score crosses ``target``, for every entry at once.
 
     The upper bound is the largest ``theta`` whose score is still >= ``target`` (= -z), the
-    lower bound the smallest whose score is <= ``target`` (= +z): a coarse grid finds the
-    crossing, bisection refines it. Scanning from the outside keeps the bound right where
-    the skewness term bends the score near a boundary of the parameter space (a zero cell).
-    Ratios are searched on the log scale.
+    lower bound the smallest whose score is <= ``target`` (= +z), searched from the outside
+    (:func:`~metrics_core.stats.roots.outermost_crossing`). Ratios on the log scale.
     """
+    sign = 1.0 if upper else -1.0
 
-    def score(x: FloatArray) -> FloatArray:
-        return _score(k1, n1, k2, n2, np.exp(x) if ratio else x, ratio=ratio, z=z, skew=skew)
+    def inside(x: FloatArray) -> FloatArray:
+        score = _score(k1, n1, k2, n2, np.exp(x) if ratio else x, ratio=ratio, z=z, skew=skew)
+        out: FloatArray = sign * (score - target)
+        return out
 
-    grid = np.linspace(*bracket, _GRID)[:, None] * np.ones(k1.shape)[None, ...]
-    values = score(grid)
-    if upper:
-        inside = values >= target
-        idx = np.where(inside.any(axis=0), _GRID - 1 - np.argmax(inside[::-1], axis=0), 0)
-        lo = np.take_along_axis(grid, idx[None, ...], axis=0)[0]
-        hi = np.take_along_axis(grid, np.minimum(idx + 1, _GRID - 1)[None, ...], axis=0)[0]
-    else:
-        inside = values <= target
-        idx = np.where(inside.any(axis=0), np.argmax(inside, axis=0), _GRID - 1)
-        hi = np.take_along_axis(grid, idx[None, ...], axis=0)[0]
-        lo = np.take_along_axis(grid, np.maximum(idx - 1, 0)[None, ...], axis=0)[0]
-    for _ in range(_ITERATIONS):
-        mid = (lo + hi) / 2
-        above = score(mid) > target
-        lo = np.where(above, mid, lo)  # the score still exceeds the target: the crossing lies to the right
-        hi = np.where(above, hi, mid)
-    root: FloatArray = (lo + hi) / 2
+    grid = np.linspace(*bracket, _GRID)[:, None] * np.ones(k1.shape)[None, :]
+    root = outermost_crossing(inside, grid, upper=upper)
     return np.asarray(np.exp(root) if ratio else root, dtype=np.float64)
 
 

@@ -9,6 +9,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from metrics_core.core.results import Report
 from metrics_core.core.undefined import Undefined
+from metrics_core.engine.adjust import Adjustment
 from metrics_core.engine.groupwise import evaluate_groupwise
 from metrics_core.engine.select import FairRangeOverrides, fair_ranges_of, select_specs
 from metrics_core.stats.judge import DEFAULT_MIN_SAMPLES
@@ -35,6 +36,8 @@ def evaluate(
     min_samples: float = DEFAULT_MIN_SAMPLES,
     n_resamples: int = 200,
     seed: int = 0,
+    adjust: Adjustment = "none",
+    family_size: int | None = None,
     lexicon: Iterable[str] | None = None,
     word_lists: Mapping[str, Iterable[str]] | None = None,
     targets: Iterable[str] | None = None,
@@ -90,6 +93,8 @@ def evaluate(
         min_samples=min_samples,
         n_resamples=n_resamples,
         seed=seed,
+        adjust=adjust,
+        family_size=family_size,
     )
 
 

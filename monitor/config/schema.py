@@ -268,7 +268,7 @@ class AlertsConfig(_Strict):
     for_: Duration = Field(default=timedelta(minutes=5), alias="for")
     keep_firing_for: Duration = timedelta(0)
     confidence: float = Field(default=0.95, gt=0, lt=1)
-    adjust: Literal["none", "bonferroni"] = "none"
+    adjust: Literal["none", "bonferroni", "holm"] = "none"
     severity: str = "warning"
     alertmanager: AlertmanagerConfig | None = None
     webhook: WebhookConfig | None = None

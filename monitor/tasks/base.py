@@ -22,6 +22,7 @@ from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 import metrics_core as mc
+from metrics_core.engine.adjust import Adjustment
 
 if TYPE_CHECKING:
     from monitor.config import ColumnsConfig, ModelConfig
@@ -125,6 +126,8 @@ class WindowRequest:
     min_samples: float
     model: ModelConfig  # with the columns this window's log has (see monitor.rows.columns_for_frame)
     options: Mapping[str, object]  # TaskOptions.evaluate_kwargs(), read once at start-up
+    adjust: Adjustment = "none"  # multiplicity adjustment of the alerting values (alerts.adjust)
+    family_size: int | None = None  # alerting values the adjustment covers (the whole window's)
 
 
 class WindowEvaluator(Protocol):
@@ -157,6 +160,8 @@ class FamilyModule:
             confidence=request.confidence,
             fair_ranges=request.fair_ranges,
             min_samples=request.min_samples,
+            adjust=request.adjust,
+            family_size=request.family_size,
             **request.options,
         )
 

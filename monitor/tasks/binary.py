@@ -70,6 +70,8 @@ class ScoreTableEvaluator:
             confidence=request.confidence,
             fair_ranges=request.fair_ranges,
             min_samples=request.min_samples,
+            adjust=request.adjust,
+            family_size=request.family_size,
         )
 
 
