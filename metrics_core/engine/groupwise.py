@@ -35,7 +35,7 @@ from metrics_core.core.types import BoolArray, Data, FloatArray, IntArray
 from metrics_core.core.undefined import Undefined, or_nan
 from metrics_core.engine.adjust import Adjustment, Block, adjusted_intervals
 from metrics_core.engine.values import Side, judged_values
-from metrics_core.stats.bootstrap import percentile_interval
+from metrics_core.stats.bootstrap import percentile_interval, resamples_for
 from metrics_core.stats.intervals import basic_interval
 from metrics_core.stats.judge import DEFAULT_MIN_SAMPLES
 from metrics_core.window.groups import Attribute
@@ -53,6 +53,10 @@ class Resampling:
 
     n_resamples: int
     seed: int
+
+    def count(self, level: float) -> int:
+        """Resamples for an interval at ``level``: more when an adjusted level reaches far into a tail."""
+        return resamples_for(level, self.n_resamples)
 
 
 def _subset(data: Data, rows: NDArray[np.bool_] | NDArray[np.intp]) -> dict[str, NDArray[np.generic]]:
@@ -109,7 +113,7 @@ def row_bootstrap(statistic: Statistic, *, bounds: tuple[float, float]) -> Inter
             return statistic(window, g_, r_)
 
         lo, hi = bootstrap_interval(
-            bound, g, r, level=level, n_resamples=resampling.n_resamples, seed=resampling.seed
+            bound, g, r, level=level, n_resamples=resampling.count(level), seed=resampling.seed
         )
         return basic_interval(or_nan(bound, g, r), lo, hi, bounds=bounds)
 
@@ -240,7 +244,7 @@ def _percentile_bootstrap(
         return float(spec.statistic(window, g_, r_))
 
     return bootstrap_interval(
-        bound, g, r, level=level, n_resamples=resampling.n_resamples, seed=resampling.seed
+        bound, g, r, level=level, n_resamples=resampling.count(level), seed=resampling.seed
     )
 
 

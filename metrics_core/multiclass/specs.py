@@ -79,7 +79,7 @@ def _group(distance: str) -> MetricSpec:
             lambda x: kernel(x[..., 0, :, :], x[..., 1, :, :]),
             both,
             level=level,
-            n_resamples=resampling.n_resamples,
+            n_resamples=resampling.count(level),
             seed=resampling.seed,
         )
         return basic_interval(value, float(lo), float(hi))

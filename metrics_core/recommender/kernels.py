@@ -175,7 +175,7 @@ def user_bootstrap(
         stats = np.array(
             [
                 or_nan(statistic, window, sides[0].draw(rng), sides[1].draw(rng))
-                for _ in range(resampling.n_resamples)
+                for _ in range(resampling.count(level))
             ]
         )
         if basic_bounds is None:

@@ -16,7 +16,12 @@ from metrics_core.core.types import FloatArray
 from metrics_core.core.validation import check_level
 from metrics_core.stats.intervals import Interval, basic_interval
 
-__all__ = ["percentile_interval", "poisson_bootstrap_interval"]
+__all__ = ["MAX_RESAMPLES", "percentile_interval", "poisson_bootstrap_interval", "resamples_for"]
+
+#: The most resamples one interval draws, however far into the tail its level reaches.
+MAX_RESAMPLES = 50_000
+#: Resamples beyond each bound of an interval: the default 200 resamples at a 95% level hold 5 per tail.
+PER_TAIL = 5
 
 
 def poisson_bootstrap_interval(
@@ -83,3 +88,17 @@ def percentile_interval(
     if estimate is not None:
         return basic_interval(estimate, lo, hi, bounds=bounds)
     return min(max(lo, bounds[0]), bounds[1]), min(max(hi, bounds[0]), bounds[1])
+
+
+def resamples_for(level: float, at_least: int) -> int:
+    """Resamples for a two-sided ``level``: ``at_least``, and enough that each tail holds :data:`PER_TAIL`.
+
+    A Bonferroni or Holm level reaches far into the tails (``1 - 0.05 / 500``): 400 resamples
+    cannot resolve a 0.005% tail, and the interval would be the resamples' range. Capped at
+    :data:`MAX_RESAMPLES`.
+
+    >>> resamples_for(0.95, 200), resamples_for(0.999, 200), resamples_for(1 - 1e-9, 200)
+    (200, 10000, 50000)
+    """
+    tail = (1 - check_level(level)) / 2
+    return int(min(MAX_RESAMPLES, max(at_least, math.ceil(PER_TAIL / tail - 1e-9))))
