@@ -26,6 +26,7 @@ import pandas as pd
 
 import metrics_core as mc
 from metrics_core.engine.adjust import Adjustment
+from metrics_core.stats.contrasts import Method
 from monitor.attributes import attributes
 from monitor.config import ModelConfig, Settings
 from monitor.label_join import join_labels
@@ -57,6 +58,7 @@ class Evaluator:
         *,
         confidence: float = 0.95,
         adjust: Adjustment = "none",
+        method: Method = "fixed",
         progress: Callable[[str], None] | None = None,
     ) -> None:
         self.model = model
@@ -64,6 +66,7 @@ class Evaluator:
         self.label_source = label_source
         self.confidence = confidence
         self.adjust = adjust
+        self.method = method
         self.options = model.options.evaluate_kwargs()  # files named by options are read once, now
         self._progress = progress or (lambda _msg: None)
 
@@ -180,6 +183,7 @@ class Evaluator:
             # one family per window: every alerting metric of the window (outcome and label) x every group
             adjust=self.adjust,
             family_size=max(1, n_alerting * max(1, n_comparisons)),
+            method=self.method,
         )
         return TASKS[model.task].evaluate(task_data(frame), attrs, request), attrs
 
@@ -252,5 +256,6 @@ def _evaluator(
         label_source,
         confidence=settings.alerts.confidence,
         adjust=settings.alerts.adjust,
+        method=settings.alerts.method,
         progress=progress,
     )

@@ -26,8 +26,8 @@ from metrics_core.binary.window import BinaryWindow, ConfusionWindow
 from metrics_core.core.spec import IntervalMethod
 from metrics_core.core.types import FloatArray
 from metrics_core.stats.auc import auc_score_interval
-from metrics_core.stats.intervals import Interval, normal_interval, wilson_interval
-from metrics_core.stats.score import scas_ratio_interval
+from metrics_core.stats.contrasts import rate_interval
+from metrics_core.stats.intervals import Interval, normal_interval
 
 __all__ = [
     "Computation",
@@ -86,7 +86,7 @@ def group_rate(rate: str) -> Computation:
 
     def ci(window: ConfusionWindow, estimate: FloatArray) -> Interval:
         _, num, den = rates.rate(window.cells, rate)
-        return wilson_interval(num, den, level=window.level)
+        return rate_interval(window.method, num, den, level=window.level)
 
     return Computation(
         "wilson",
@@ -126,7 +126,7 @@ def four_fifths() -> Computation:
         k1, n1, k2, n2 = window.rate_counts("selection_rate")
         # min(x, 1/x) is the same for DI and 1/DI: where SR_R = 0 the interval of SR_R / SR_G serves
         di_lo, di_hi = window.rate_interval("ratio", "selection_rate")
-        inv_lo, inv_hi = scas_ratio_interval(k2, n2, k1, n1, level=window.level)
+        inv_lo, inv_hi = window.contrast("ratio", k2, n2, k1, n1)
         use_inverse = np.isnan(di_lo) & ~np.isnan(inv_lo)
         lo, hi = _min_inverse(np.where(use_inverse, inv_lo, di_lo), np.where(use_inverse, inv_hi, di_hi))
         return np.where(np.isnan(estimate), np.nan, lo), np.where(np.isnan(estimate), np.nan, hi)

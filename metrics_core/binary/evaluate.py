@@ -21,6 +21,7 @@ from metrics_core.core.types import BoolArray, FloatArray, IntArray
 from metrics_core.engine.adjust import Adjustment, Block, adjusted_intervals
 from metrics_core.engine.select import FairRangeOverrides, fair_ranges_of, select_specs
 from metrics_core.engine.values import judged_values
+from metrics_core.stats.contrasts import Method
 from metrics_core.stats.judge import DEFAULT_MIN_SAMPLES
 from metrics_core.window.tables import NEG, POS, ScoreTable
 
@@ -46,6 +47,7 @@ def evaluate(
     seed: int = 0,
     adjust: Adjustment = "none",
     family_size: int | None = None,
+    method: Method = "fixed",
 ) -> Report:
     """Compute, bound and judge every requested metric for every comparison.
 
@@ -77,6 +79,10 @@ def evaluate(
         informational values keep ``confidence``.
     family_size : int, optional
         The number of alerting values the adjustment covers (default: those of this call).
+    method : {"fixed", "anytime"}
+        ``"anytime"``: the count-based metrics' intervals are confidence sequences, valid however
+        often the same growing stream is judged (:mod:`metrics_core.stats.sequences`); the AUC
+        family and the standardized mean difference keep their fixed-sample intervals.
 
     Examples
     --------
@@ -100,6 +106,7 @@ def evaluate(
         power=power,
         n_resamples=n_resamples,
         seed=seed,
+        method=method,
     )
     # Model-level values a fair range is relative to (the overall AUC) anchor the group metrics'
     # ranges: they are computed first, and reported whenever their inputs are there.

@@ -29,7 +29,7 @@ from metrics_core.core.results import Comparison, ModelValue
 from metrics_core.core.types import FloatArray
 from metrics_core.engine.values import Side as Sides
 from metrics_core.stats.auc import auc_delong, auc_score_interval
-from metrics_core.stats.score import scas_difference_interval, scas_ratio_interval
+from metrics_core.stats.contrasts import Contrast, Method, contrast_interval
 from metrics_core.window.grid import Side, complement_side, grid_for
 from metrics_core.window.tables import NEG, POS, GroupCounts, ScoreTable
 
@@ -68,7 +68,9 @@ class ConfusionWindow:
     ``cells`` has shape ``(n, 2, 2, 3)``: comparison x side (G, R) x prediction (0, 1) x label
     (negative, positive, unlabeled). Built directly from counts (a database's ``GROUP BY``
     of group, prediction and label), or as part of a :class:`BinaryWindow`. ``level`` is the
-    two-sided level of the intervals the metrics' ``ci`` callables compute.
+    two-sided level of the intervals the metrics' ``ci`` callables compute, ``method`` whether the
+    count-based ones are fixed-sample intervals or anytime-valid confidence sequences
+    (:mod:`metrics_core.stats.contrasts`).
 
     >>> cells = np.zeros((1, 2, 2, 3))
     >>> cells[0, :, 1, 1], cells[0, :, 0, 1] = (40, 30), (10, 20)  # positives: predicted 1 and 0
@@ -77,9 +79,10 @@ class ConfusionWindow:
     (0.02, 0.372)
     """
 
-    def __init__(self, cells: FloatArray, *, level: float) -> None:
+    def __init__(self, cells: FloatArray, *, level: float, method: Method = "fixed") -> None:
         self.cells = np.asarray(cells, dtype=np.float64)
         self.level = level
+        self.method = method
         self._rate_intervals: dict[tuple[str, float], dict[str, tuple[FloatArray, FloatArray]]] = {}
 
     def __len__(self) -> int:
@@ -97,7 +100,7 @@ class ConfusionWindow:
         _, k2, n2 = rates.rate(self.cells, rate, 1)
         return k1, n1, k2, n2
 
-    def rate_interval(self, contrast: str, rate: str) -> tuple[FloatArray, FloatArray]:
+    def rate_interval(self, contrast: Contrast, rate: str) -> tuple[FloatArray, FloatArray]:
         """The score interval of ``rate_G - rate_R`` (``contrast="difference"``) or ``rate_G / rate_R``.
 
         Computed at this window's level for every rate and comparison in one call and cached:
@@ -107,10 +110,15 @@ class ConfusionWindow:
         if key not in self._rate_intervals:
             names = list(rates.RATES)
             counts = [np.stack(c) for c in zip(*(self.rate_counts(name) for name in names), strict=True)]
-            solve = scas_difference_interval if contrast == "difference" else scas_ratio_interval
-            lo, hi = solve(*counts, level=self.level)
+            lo, hi = contrast_interval(contrast, self.method, *counts, level=self.level)
             self._rate_intervals[key] = {name: (lo[i], hi[i]) for i, name in enumerate(names)}
         return self._rate_intervals[key][rate]
+
+    def contrast(
+        self, contrast: Contrast, k1: FloatArray, n1: FloatArray, k2: FloatArray, n2: FloatArray
+    ) -> tuple[FloatArray, FloatArray]:
+        """The interval of a difference or a ratio of two rates given as counts, at this window's level and method."""
+        return contrast_interval(contrast, self.method, k1, n1, k2, n2, level=self.level)
 
 
 class BinaryWindow(ConfusionWindow):
@@ -130,6 +138,7 @@ class BinaryWindow(ConfusionWindow):
         power: float = -5.0,
         n_resamples: int = 400,
         seed: int = 0,
+        method: Method = "fixed",
     ) -> None:
         self.table = table
         self.power = power
@@ -141,7 +150,9 @@ class BinaryWindow(ConfusionWindow):
         self._aucs: dict[tuple[str, str], AucEstimate] = {}
         self.pairs = [self._pair(c) for c in comparisons]
         super().__init__(
-            np.stack([p.cells for p in self.pairs]) if self.pairs else np.zeros((0, 2, 2, 3)), level=level
+            np.stack([p.cells for p in self.pairs]) if self.pairs else np.zeros((0, 2, 2, 3)),
+            level=level,
+            method=method,
         )
         self.moments = np.stack([p.moments for p in self.pairs]) if self.pairs else np.zeros((0, 2, 3))
         self.sides = [

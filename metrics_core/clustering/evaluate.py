@@ -13,6 +13,7 @@ from metrics_core.core.results import Report
 from metrics_core.engine.adjust import Adjustment
 from metrics_core.engine.groupwise import evaluate_groupwise
 from metrics_core.engine.select import FairRangeOverrides, fair_ranges_of, select_specs
+from metrics_core.stats.contrasts import Method
 from metrics_core.stats.judge import DEFAULT_MIN_SAMPLES
 from metrics_core.window.groups import Attribute
 from metrics_core.window.pairs import check_attribute_rows, codes_of
@@ -34,6 +35,7 @@ def evaluate(
     seed: int = 0,
     adjust: Adjustment = "none",
     family_size: int | None = None,
+    method: Method = "fixed",
     centers: ArrayLike | None = None,
     max_rows: int = 5000,
     smoothing: float = 0.5,
@@ -48,6 +50,10 @@ def evaluate(
     by ``min_samples``: rows on the smaller side (social fairness ratio), rows with a
     silhouette on the smaller side (silhouette difference), rows per cluster of the window
     on the smaller side (the cluster-share metrics).
+
+    ``adjust`` / ``family_size``: multiplicity adjustment (:mod:`metrics_core.engine.adjust`);
+    ``method`` is accepted for one API across families - this family's intervals are bootstraps,
+    which ``method="anytime"`` does not change.
     """
     if "cluster" not in data:
         raise ValueError("clustering data needs a 'cluster' column")

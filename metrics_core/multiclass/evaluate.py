@@ -12,6 +12,7 @@ from metrics_core.engine.adjust import Adjustment
 from metrics_core.engine.groupwise import evaluate_groupwise
 from metrics_core.engine.select import FairRangeOverrides, fair_ranges_of, select_specs
 from metrics_core.multiclass.specs import SPECS, MulticlassWindow
+from metrics_core.stats.contrasts import Method
 from metrics_core.stats.judge import DEFAULT_MIN_SAMPLES
 from metrics_core.window.groups import Attribute
 from metrics_core.window.labels import encode_labels
@@ -35,6 +36,7 @@ def evaluate(
     seed: int = 0,
     adjust: Adjustment = "none",
     family_size: int | None = None,
+    method: Method = "fixed",
     classes: ArrayLike | None = None,
 ) -> Report:
     """Multiclass metrics of every group of ``attributes`` against its reference.
@@ -44,6 +46,10 @@ def evaluate(
     are every class seen in the window, or ``classes``. Model-level values (all-pairs mean
     and max) come per attribute. Intervals: a Poisson bootstrap of the group's and the
     reference's count cells (``n_resamples``, ``seed``), basic interval.
+
+    ``adjust`` / ``family_size``: multiplicity adjustment (:mod:`metrics_core.engine.adjust`);
+    ``method`` is accepted for one API across families - this family's intervals are bootstraps,
+    which ``method="anytime"`` does not change.
 
     >>> from metrics_core.window.groups import categorical_attribute
     >>> race = categorical_attribute("race", list("AAAABBBBCC"), reference="A")

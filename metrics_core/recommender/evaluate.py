@@ -32,6 +32,7 @@ from metrics_core.engine.groupwise import evaluate_groupwise
 from metrics_core.engine.select import FairRangeOverrides, fair_ranges_of, select_specs
 from metrics_core.recommender.metrics import as_floats, as_relevance, check_catalogue, recommended
 from metrics_core.recommender.specs import BINARISED, SPECS, RecommenderWindow
+from metrics_core.stats.contrasts import Method
 from metrics_core.stats.judge import DEFAULT_MIN_SAMPLES
 from metrics_core.window.groups import Attribute
 from metrics_core.window.pairs import check_attribute_rows, codes_of
@@ -99,6 +100,7 @@ def evaluate(
     seed: int = 0,
     adjust: Adjustment = "none",
     family_size: int | None = None,
+    method: Method = "fixed",
     k: int | None = 10,
     threshold: float | None = None,
     smoothing: float = 0.5,
@@ -114,6 +116,10 @@ def evaluate(
     *users* resampled within each side (``n_resamples``, ``seed``). Support, gated by
     ``min_samples``: users with a defined value on the smaller side; for the exposure
     distances, recommendations per recommended item of the window on the smaller side.
+
+    ``adjust`` / ``family_size``: multiplicity adjustment (:mod:`metrics_core.engine.adjust`);
+    ``method`` is accepted for one API across families - this family's intervals are bootstraps,
+    which ``method="anytime"`` does not change.
     """
     if "user" not in data:
         raise ValueError("recommender data needs a 'user' column")

@@ -14,6 +14,7 @@ from metrics_core.engine.groupwise import evaluate_groupwise
 from metrics_core.engine.select import FairRangeOverrides, fair_ranges_of, select_specs
 from metrics_core.regression.kernels import DEFAULT_NO_DI_BOUNDS, as_targets, check_no_di_bounds
 from metrics_core.regression.specs import SPECS, RegressionWindow
+from metrics_core.stats.contrasts import Method
 from metrics_core.stats.judge import DEFAULT_MIN_SAMPLES
 from metrics_core.window.groups import Attribute
 from metrics_core.window.pairs import check_attribute_rows
@@ -36,6 +37,7 @@ def evaluate(
     seed: int = 0,
     adjust: Adjustment = "none",
     family_size: int | None = None,
+    method: Method = "fixed",
     no_disparate_impact_bounds: Sequence[float] = DEFAULT_NO_DI_BOUNDS,
 ) -> Report:
     """Regression metrics of every group of ``attributes`` against its reference.
@@ -63,7 +65,7 @@ def evaluate(
         arrays["y_true"] = as_targets(data["y_true"], scores.shape[0])
     check_attribute_rows(attributes, scores.shape[0])
     return evaluate_groupwise(
-        RegressionWindow.of(scores, bounds),
+        RegressionWindow.of(scores, bounds, method),
         arrays,
         attributes,
         specs,

@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -18,8 +17,8 @@ from metrics_core.core.types import Data, FloatArray
 from metrics_core.engine.groupwise import Resampling, row_bootstrap
 from metrics_core.regression import kernels as k
 from metrics_core.regression.kernels import NO_DI_GRID, QUANTILES
+from metrics_core.stats.contrasts import Contrast, Method, contrast_interval
 from metrics_core.stats.intervals import normal_interval
-from metrics_core.stats.score import scas_difference_interval, scas_ratio_interval
 
 __all__ = ["SPECS", "RegressionWindow"]
 
@@ -43,16 +42,19 @@ class RegressionWindow:
     thresholds: dict[float, float]  # quantile level -> threshold (NaN for an empty window)
     grid_thresholds: FloatArray  # thresholds of NO_DI_GRID
     no_di_bounds: tuple[float, float]
+    method: Method = "fixed"  # the count-based intervals: fixed-sample, or anytime-valid sequences
 
     @classmethod
-    def of(cls, scores: FloatArray, no_di_bounds: tuple[float, float]) -> RegressionWindow:
+    def of(
+        cls, scores: FloatArray, no_di_bounds: tuple[float, float], method: Method = "fixed"
+    ) -> RegressionWindow:
         if scores.size:
             thresholds = np.quantile(scores, QUANTILES)
             grid = np.quantile(scores, NO_DI_GRID)
         else:
             thresholds, grid = np.full(len(QUANTILES), np.nan), np.full(NO_DI_GRID.size, np.nan)
         by_level = dict(zip(QUANTILES, thresholds.tolist(), strict=True))
-        return cls(np.sort(scores), by_level, grid, no_di_bounds)
+        return cls(np.sort(scores), by_level, grid, no_di_bounds, method)
 
 
 def _rows(w: RegressionWindow, g: Data, r: Data) -> float:
@@ -65,13 +67,14 @@ def _labeled_rows(w: RegressionWindow, g: Data, r: Data) -> float:
     return float(min(int((~np.isnan(np.asarray(d["y_true"], dtype=float))).sum()) for d in (g, r)))
 
 
-def _counts_ci(method: Callable[..., tuple[Any, Any]], q: float) -> Interval:
+def _counts_ci(contrast: Contrast, q: float) -> Interval:
     """An interval of the success counts above the window's q-quantile (a difference or a ratio of rates)."""
 
     def ci(
         w: RegressionWindow, g: Data, r: Data, level: float, resampling: Resampling
     ) -> tuple[float, float]:
-        lo, hi = method(*k.success_counts(g, r, w.thresholds[q]), level=level)
+        counts = k.success_counts(g, r, w.thresholds[q])
+        lo, hi = contrast_interval(contrast, w.method, *counts, level=level)
         return float(lo), float(hi)
 
     return ci
@@ -146,7 +149,7 @@ def _quantile_specs(q: float) -> list[MetricSpec]:
             interval="scas",
             meaning=f"below 1: the group's predictions reach the window's {q:g}-quantile less often than its reference's",
             formula=f"SR_G / SR_R, {sr}",
-            ci=_counts_ci(scas_ratio_interval, q),
+            ci=_counts_ci("ratio", q),
         ),
         _spec(
             statistical_parity,
@@ -158,7 +161,7 @@ def _quantile_specs(q: float) -> list[MetricSpec]:
             interval="scas",
             meaning=f"negative: the group's predictions reach the window's {q:g}-quantile less often than its reference's",
             formula=f"SR_G - SR_R, {sr}",
-            ci=_counts_ci(scas_difference_interval, q),
+            ci=_counts_ci("difference", q),
         ),
     ]
 

@@ -37,6 +37,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from metrics_core.core.types import FloatArray
 from metrics_core.stats.intervals import z_value
+from metrics_core.stats.roots import grid_with, outermost_crossing
 
 __all__ = ["auc_delong", "auc_score_interval"]
 
@@ -170,8 +171,7 @@ def _dot(u: FloatArray, v: FloatArray) -> float:
     return float(np.einsum("i,i->", u, v))
 
 
-_AUC_GRID = 1025  # coarse grid that locates each bound before bisection
-_AUC_STEPS = 40
+_AUC_GRID = 65  # coarse grid that brackets each bound (with the estimate; refined by the Illinois method)
 
 
 def auc_score_interval(
@@ -206,19 +206,9 @@ def auc_score_interval(
         out: FloatArray = (a - theta) ** 2 - z * z * variance
         return out
 
-    grid = np.linspace(0.0, 1.0, _AUC_GRID)[:, None] * np.ones(a.shape)[None, :]
-    inside = excess(grid) <= 0  # the estimate itself is always inside
-    first = np.argmax(inside, axis=0)
-    last = _AUC_GRID - 1 - np.argmax(inside[::-1], axis=0)
-    step = 1.0 / (_AUC_GRID - 1)
-    bounds = []
-    for edge, outward in ((first, -1), (last, 1)):
-        inner = edge * step
-        outer = np.clip(inner + outward * step, 0.0, 1.0)
-        for _ in range(_AUC_STEPS):
-            mid = (inner + outer) / 2
-            ok = excess(mid) <= 0
-            inner, outer = np.where(ok, mid, inner), np.where(ok, outer, mid)
-        bounds.append(np.where(excess(outer) <= 0, outer, inner).reshape(shape))
+    grid = grid_with(0.0, 1.0, _AUC_GRID, a)  # the estimate itself is always inside
+    lo = outermost_crossing(lambda theta: -excess(theta), grid, upper=False)
+    hi = outermost_crossing(lambda theta: -excess(theta), grid, upper=True)
+    bounds = [lo.reshape(shape), hi.reshape(shape)]
     lo, hi = bounds
     return np.where(defined.reshape(shape), lo, np.nan), np.where(defined.reshape(shape), hi, np.nan)

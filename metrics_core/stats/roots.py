@@ -13,10 +13,24 @@ import numpy as np
 
 from metrics_core.core.types import FloatArray
 
-__all__ = ["outermost_crossing"]
+__all__ = ["grid_with", "outermost_crossing"]
 
 _ITERATIONS = 60
 _TOLERANCE = 1e-11
+
+
+def grid_with(start: float, stop: float, points: int, anchor: FloatArray) -> FloatArray:
+    """A search grid per entry: ``points`` evenly spaced in ``[start, stop]`` plus ``anchor`` (clipped), sorted.
+
+    The anchor is a point known to satisfy the condition (an interval's own estimate), so an
+    interval narrower than the grid's spacing still has a grid point inside it.
+
+    >>> grid_with(0.0, 1.0, 3, np.array([0.2, 0.9])).tolist()
+    [[0.0, 0.0], [0.2, 0.5], [0.5, 0.9], [1.0, 1.0]]
+    """
+    even = np.linspace(start, stop, points)[:, None] * np.ones(anchor.shape)[None, :]
+    grid: FloatArray = np.sort(np.vstack([even, np.clip(anchor, start, stop)[None, :]]), axis=0)
+    return grid
 
 
 def outermost_crossing(f: Callable[[FloatArray], FloatArray], grid: FloatArray, *, upper: bool) -> FloatArray:

@@ -36,7 +36,7 @@ from numpy.typing import ArrayLike
 
 from metrics_core.core.types import FloatArray
 from metrics_core.stats.intervals import Interval, z_value
-from metrics_core.stats.roots import outermost_crossing
+from metrics_core.stats.roots import grid_with, outermost_crossing
 
 __all__ = [
     "constrained_rates_difference",
@@ -145,7 +145,9 @@ def _bound(
         out: FloatArray = sign * (score - target)
         return out
 
-    grid = np.linspace(*bracket, _GRID)[:, None] * np.ones(k1.shape)[None, :]
+    with np.errstate(divide="ignore"):
+        estimate = np.log((k1 / n1) / (k2 / n2)) if ratio else k1 / n1 - k2 / n2
+    grid = grid_with(*bracket, _GRID, estimate)
     root = outermost_crossing(inside, grid, upper=upper)
     return np.asarray(np.exp(root) if ratio else root, dtype=np.float64)
 

@@ -12,6 +12,7 @@ from metrics_core.core.undefined import Undefined
 from metrics_core.engine.adjust import Adjustment
 from metrics_core.engine.groupwise import evaluate_groupwise
 from metrics_core.engine.select import FairRangeOverrides, fair_ranges_of, select_specs
+from metrics_core.stats.contrasts import Method
 from metrics_core.stats.judge import DEFAULT_MIN_SAMPLES
 from metrics_core.text.kernels import compile_lexicon, compile_targets, compile_word_lists, tokens_of
 from metrics_core.text.specs import SPECS, TextWindow
@@ -38,6 +39,7 @@ def evaluate(
     seed: int = 0,
     adjust: Adjustment = "none",
     family_size: int | None = None,
+    method: Method = "fixed",
     lexicon: Iterable[str] | None = None,
     word_lists: Mapping[str, Iterable[str]] | None = None,
     targets: Iterable[str] | None = None,
@@ -84,7 +86,7 @@ def evaluate(
         if target_cols is not None:
             derived["_targets"] = count_matrix(tokens, target_cols)
     return evaluate_groupwise(
-        TextWindow(given, sizes, _weat_once(sets, embeddings, n_permutations, seed)),
+        TextWindow(given, sizes, _weat_once(sets, embeddings, n_permutations, seed), method),
         derived,
         attributes,
         specs,

@@ -18,8 +18,7 @@ from metrics_core.core.spec import FairRange, Input, IntervalMethod, MetricSpec
 from metrics_core.core.types import Data, FloatArray
 from metrics_core.core.undefined import Undefined
 from metrics_core.engine.groupwise import Resampling
-from metrics_core.stats.intervals import wilson_interval
-from metrics_core.stats.score import scas_difference_interval, scas_ratio_interval
+from metrics_core.stats.contrasts import Contrast, Method, contrast_interval, rate_interval
 from metrics_core.text.kernels import association_of, hit_rate, hit_ratio, representation_of
 from metrics_core.text.weat import WeatResult
 from metrics_core.window.pairs import GroupPair
@@ -40,6 +39,7 @@ class TextWindow:
     given: frozenset[str]
     list_sizes: FloatArray
     weat: Callable[[], WeatResult]
+    method: Method = "fixed"  # the HONEST intervals: fixed-sample, or anytime-valid sequences
 
     def need(self, *options: str) -> None:
         for name in options:
@@ -80,10 +80,10 @@ def _honest_ratio(w: TextWindow, g: Data, r: Data) -> float:
 
 
 def _counts_ci(
-    method: Callable[..., tuple[FloatArray, FloatArray]],
+    contrast: Contrast,
 ) -> Callable[[TextWindow, Data, Data, float, Resampling], tuple[float, float]]:
     def ci(w: TextWindow, g: Data, r: Data, level: float, resampling: Resampling) -> tuple[float, float]:
-        lo, hi = method(*_counts(g, r), level=level)
+        lo, hi = contrast_interval(contrast, w.method, *_counts(g, r), level=level)
         return float(lo), float(hi)
 
     return ci
@@ -93,7 +93,7 @@ def _group_rate_ci(
     w: TextWindow, g: Data, r: Data, level: float, resampling: Resampling
 ) -> tuple[float, float]:
     k, n, _, _ = _counts(g, r)
-    lo, hi = wilson_interval(k, n, level=level)
+    lo, hi = rate_interval(w.method, k, n, level=level)
     return float(lo), float(hi)
 
 
@@ -180,7 +180,7 @@ SPECS: list[MetricSpec] = [
         interval="scas",
         support=("completions, on the smaller side",),
         statistic=_honest_difference,
-        ci=_counts_ci(scas_difference_interval),
+        ci=_counts_ci("difference"),
         count_support=_both_rows,
     ),
     MetricSpec(
@@ -196,7 +196,7 @@ SPECS: list[MetricSpec] = [
         interval="scas",
         support=("completions, on the smaller side",),
         statistic=_honest_ratio,
-        ci=_counts_ci(scas_ratio_interval),
+        ci=_counts_ci("ratio"),
         count_support=_both_rows,
     ),
     _model(

@@ -269,6 +269,7 @@ class AlertsConfig(_Strict):
     keep_firing_for: Duration = timedelta(0)
     confidence: float = Field(default=0.95, gt=0, lt=1)
     adjust: Literal["none", "bonferroni", "holm"] = "none"
+    method: Literal["fixed", "anytime"] = "fixed"
     severity: str = "warning"
     alertmanager: AlertmanagerConfig | None = None
     webhook: WebhookConfig | None = None

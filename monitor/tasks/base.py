@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 import metrics_core as mc
 from metrics_core.engine.adjust import Adjustment
+from metrics_core.stats.contrasts import Method
 
 if TYPE_CHECKING:
     from monitor.config import ColumnsConfig, ModelConfig
@@ -128,6 +129,7 @@ class WindowRequest:
     options: Mapping[str, object]  # TaskOptions.evaluate_kwargs(), read once at start-up
     adjust: Adjustment = "none"  # multiplicity adjustment of the alerting values (alerts.adjust)
     family_size: int | None = None  # alerting values the adjustment covers (the whole window's)
+    method: Method = "fixed"  # fixed-sample intervals or anytime-valid sequences (alerts.method)
 
 
 class WindowEvaluator(Protocol):
@@ -162,6 +164,7 @@ class FamilyModule:
             min_samples=request.min_samples,
             adjust=request.adjust,
             family_size=request.family_size,
+            method=request.method,
             **request.options,
         )
 

@@ -72,6 +72,7 @@ class ScoreTableEvaluator:
             min_samples=request.min_samples,
             adjust=request.adjust,
             family_size=request.family_size,
+            method=request.method,
         )
 
 

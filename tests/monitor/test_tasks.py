@@ -23,7 +23,7 @@ from monitor.tasks import TASKS, TaskName
 NOW = datetime(2026, 11, 22, 12, tzinfo=UTC)
 N = 600
 # Keywords every group-vs-reference family takes from the model's own keys, not from `options:`.
-COMMON = {"metrics", "confidence", "fair_ranges", "min_samples", "adjust", "family_size"}
+COMMON = {"metrics", "confidence", "fair_ranges", "min_samples", "adjust", "family_size", "method"}
 
 
 def _log(seed: int) -> pd.DataFrame:
