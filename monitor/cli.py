@@ -26,6 +26,7 @@ from monitor import __version__
 from monitor.errors import ConfigError, FairwatchError
 
 if TYPE_CHECKING:
+    from monitor.config import Settings
     from monitor.results import ModelEvaluation
 
 __all__ = ["main"]
@@ -85,6 +86,29 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--config", help="use this config's models and metrics")
     g.add_argument("--output", "-o", help="file to write (default: stdout)")
 
+    w = sub.add_parser(
+        "power",
+        help="how many rows and days each alert needs to detect a departure from its fair range",
+        description="From one evaluation at the observed traffic: per model, group and metric, the rows "
+        "(and days) needed to detect a stated departure with the chosen power, and the smallest "
+        "departure each configured window detects. Example: fairwatch power --config fairwatch.yaml "
+        "--effect disparate_impact=0.7",
+    )
+    w.add_argument("--config", required=True)
+    w.add_argument("--model", action="append", help="only this model (repeatable)")
+    w.add_argument(
+        "--effect",
+        action="append",
+        default=[],
+        metavar="METRIC=VALUE",
+        help="the true value to detect (default: half the fair range's width beyond its bound)",
+    )
+    w.add_argument(
+        "--power", type=float, default=0.9, help="the chance of detection to plan for (default 0.9)"
+    )
+    w.add_argument("--at", type=_parse_time, help="plan from the windows ending at this time (default: now)")
+    w.add_argument("--format", choices=["table", "json"], default="table")
+
     m = sub.add_parser("metrics", help="print the metric registry")
     m.add_argument("--format", choices=["table", "json", "markdown"], default="table")
     return p
@@ -127,11 +151,17 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
-def _evaluate(args: argparse.Namespace, console: Console) -> list[ModelEvaluation]:
+def _evaluate(
+    args: argparse.Namespace,
+    console: Console,
+    *,
+    settings: Settings | None = None,
+    now: datetime | None = None,
+) -> list[ModelEvaluation]:
     from monitor.config import load_settings
     from monitor.evaluation import build_evaluators
 
-    settings = load_settings(args.config)
+    settings = settings or load_settings(args.config)
     if args.end is not None and args.start is None:
         raise ConfigError("--end needs --start")
     if args.start is not None and args.end is None:
@@ -149,7 +179,7 @@ def _evaluate(args: argparse.Namespace, console: Console) -> list[ModelEvaluatio
             if args.model and name not in args.model:
                 continue
             try:
-                evaluations.append(ev.evaluate(datetime.now(UTC), start=args.start, end=args.end))
+                evaluations.append(ev.evaluate(now or datetime.now(UTC), start=args.start, end=args.end))
             finally:
                 ev.source.close()
     return evaluations
@@ -283,6 +313,35 @@ def _cmd_dashboard(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def _cmd_power(args: argparse.Namespace, console: Console) -> int:
+    from monitor.config import load_settings
+    from monitor.planning import parse_effects, plan_model, plans_as_rows, print_plans, with_planning_rates
+
+    if not 0 < args.power < 1:
+        raise ConfigError(f"--power must lie between 0 and 1, got {args.power}")
+    departures = parse_effects(args.effect)
+    settings = load_settings(args.config)
+    args.start = args.end = None
+    plans = []
+    for evaluation in _evaluate(args, console, settings=with_planning_rates(settings), now=args.at):
+        model = next(m for m in settings.models if m.name == evaluation.model)
+        plans += plan_model(
+            evaluation,
+            model,
+            departures=departures,
+            confidence=settings.alerts.confidence,
+            method=settings.alerts.method,
+            power=args.power,
+        )
+    if args.format == "json":
+        json.dump(plans_as_rows(plans), sys.stdout, indent=1, allow_nan=False)
+        sys.stdout.write("\n")
+    else:
+        # piped: wide enough that names are never cut (a terminal keeps its own width)
+        print_plans(plans, Console(width=None if sys.stdout.isatty() else 200), power=args.power)
+    return 0
+
+
 _COMMANDS = {
     "run": _cmd_run,
     "evaluate": _cmd_evaluate,
@@ -292,6 +351,7 @@ _COMMANDS = {
     "metrics": _cmd_metrics,
     "rules": _cmd_rules,
     "dashboard": _cmd_dashboard,
+    "power": _cmd_power,
 }
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
@@ -55,6 +56,7 @@ class Computation:
     statistic: Statistic
     ci: ConfidenceInterval
     count_support: Support
+    contrast: Literal["difference", "ratio", "auc"] | None = None
 
 
 def _denominators(names: Sequence[str], *, group_only: bool = False, otherwise: str = "") -> Support:
@@ -105,6 +107,7 @@ def rate_difference(rate: str) -> Computation:
         lambda window: rates.rate_difference(window.cells, rate),
         lambda window, _: window.rate_interval("difference", rate),
         _denominators((rate,)),
+        "difference",
     )
 
 
@@ -116,6 +119,7 @@ def rate_ratio(rate: str) -> Computation:
         lambda window: rates.rate_ratio(window.cells, rate),
         lambda window, _: window.rate_interval("ratio", rate),
         _denominators((rate,), otherwise="reference rate is 0: the ratio is undefined"),
+        "ratio",
     )
 
 
@@ -270,4 +274,11 @@ def auc(x: str, y: str, *, offset: float = 0.0) -> Computation:
         fit = window.auc(x, y)
         return fit.support, fit.reasons
 
-    return Computation("auc_score", (x, y), lambda window: window.auc(x, y).estimate + offset, ci, count)
+    return Computation(
+        "auc_score",
+        (x, y),
+        lambda window: window.auc(x, y).estimate + offset,
+        ci,
+        count,
+        "auc" if not offset else None,
+    )

@@ -70,6 +70,7 @@ def _group(
         statistic=how.statistic,
         ci=how.ci,
         count_support=how.count_support,
+        contrast=how.contrast,
     )
 
 

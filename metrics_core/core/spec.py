@@ -99,8 +99,10 @@ class MetricSpec:
     (per group, or one value per window), ``requires`` (data inputs), ``ideal``,
     ``fair_range`` (``None``: informational, never alerts) and its ``source``, ``meaning``,
     ``formula``, ``interval`` (the method, as documented), ``support`` (the denominators
-    gated by ``min_samples``, as documented), ``aliases`` and ``needs`` (group metrics a
-    model-level summary is computed from).
+    gated by ``min_samples``, as documented), ``aliases``, ``needs`` (group metrics a
+    model-level summary is computed from) and ``contrast``: for a difference or a ratio of the
+    rate ``support[0]`` between G and R, or an AUC of the two row sets of ``support``, what power
+    planning (:mod:`metrics_core.stats.power`) reads.
     """
 
     name: str
@@ -116,6 +118,7 @@ class MetricSpec:
     support: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()
     needs: tuple[str, ...] = ()
+    contrast: Literal["difference", "ratio", "auc"] | None = None
     statistic: Callable[..., Any] = field(default=_no_statistic, compare=False, repr=False)
     ci: Callable[..., Any] | None = field(default=None, compare=False, repr=False)
     count_support: Callable[..., Any] | None = field(default=None, compare=False, repr=False)
