@@ -262,12 +262,13 @@ def auc(x: str, y: str, *, offset: float = 0.0) -> Computation:
     """AUC of row set ``x`` over ``y`` (ties 1/2) plus ``offset``, with Newcombe's score interval.
 
     Sets are ``"group+"``, ``"group-"``, ``"reference+"``, ``"reference-"``; an AEG is an
-    AUC minus 1/2. The interval is :func:`~metrics_core.stats.auc.auc_score_interval`.
+    AUC minus 1/2. The interval is :func:`~metrics_core.stats.auc.auc_score_interval` with the
+    DeLong variance (the hull of Newcombe's score interval and the logit Wald interval).
     """
 
     def ci(window: BinaryWindow, estimate: FloatArray) -> Interval:
         fit = window.auc(x, y)
-        lo, hi = auc_score_interval(fit.estimate, fit.n_x, fit.n_y, level=window.level)
+        lo, hi = auc_score_interval(fit.estimate, fit.n_x, fit.n_y, level=window.level, variance=fit.variance)
         return lo + offset, hi + offset
 
     def count(window: BinaryWindow) -> tuple[FloatArray, list[str]]:

@@ -218,10 +218,11 @@ class BinaryWindow(ConfusionWindow):
     def overall_auc(self) -> ModelValue:
         """AUC of the whole window, with its score interval: the anchor of the relative AUC ranges."""
         counts = self.table.counts
-        auc, _ = auc_delong(counts[:, POS], None, counts[:, NEG], None)
+        auc, var = auc_delong(counts[:, POS], None, counts[:, NEG], None)
         if np.isnan(auc):
             return ModelValue("overall_auc", math.nan, reason="the window does not have both labels")
-        lo, hi = auc_score_interval(auc, counts[:, POS].sum(), counts[:, NEG].sum(), level=self.level)
+        n_pos, n_neg = counts[:, POS].sum(), counts[:, NEG].sum()
+        lo, hi = auc_score_interval(auc, n_pos, n_neg, level=self.level, variance=var)
         return ModelValue("overall_auc", auc, ci_lower=float(lo), ci_upper=float(hi))
 
     @cached_property

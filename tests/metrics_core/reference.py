@@ -294,8 +294,11 @@ def same(a: float, b: float, tol: float = 1e-12) -> bool:
 # --- interval references: root finding with scipy, likelihoods maximised numerically ---------
 
 
-def auc_score_interval_slow(auc: float, n_x: float, n_y: float, level: float = 0.95) -> tuple[float, float]:
-    """Newcombe's (2006) method 5 for an AUC, by scipy's brentq on each side of the estimate."""
+def auc_score_interval_slow(
+    auc: float, n_x: float, n_y: float, level: float = 0.95, variance: float | None = None
+) -> tuple[float, float]:
+    """Newcombe's (2006) method 5 for an AUC, by scipy's brentq on each side of the estimate; given
+    the DeLong ``variance``, its hull with the Wald interval on the logit scale (scipy's expit/logit)."""
     from scipy.optimize import brentq
     from scipy.stats import norm
 
@@ -309,6 +312,11 @@ def auc_score_interval_slow(auc: float, n_x: float, n_y: float, level: float = 0
     # just inside the estimate the excess is negative (the variance is positive there): the brackets
     lo = 0.0 if excess(0.0) <= 0 else brentq(excess, 0.0, auc - 1e-9, xtol=1e-14)
     hi = 1.0 if excess(1.0) <= 0 else brentq(excess, auc + 1e-9, 1.0, xtol=1e-14)
+    if variance is not None and 0 < auc < 1:
+        from scipy.special import expit, logit
+
+        half = z * math.sqrt(variance) / (auc * (1 - auc))
+        lo, hi = min(lo, float(expit(logit(auc) - half))), max(hi, float(expit(logit(auc) + half)))
     return lo, hi
 
 

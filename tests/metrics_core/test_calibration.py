@@ -101,6 +101,25 @@ def test_auc_score_interval_equals_its_definition() -> None:
     assert all(np.isnan(auc_score_interval(0.7, 0, 10)))
 
 
+def test_auc_hull_with_the_logit_wald_interval_equals_its_definition() -> None:
+    """Given a DeLong variance, the interval is the hull of method 5 and the logit Wald interval: it
+    contains both, and equals the slow reference; at AUC 1 there is no logit and method 5 stands."""
+    rng = np.random.default_rng(5)
+    widened = 0
+    for _ in range(40):
+        auc, nx, ny = rng.uniform(0.5, 0.99), int(rng.integers(20, 400)), int(rng.integers(20, 4000))
+        var = rng.uniform(0.2, 3.0) * auc * (1 - auc) / min(nx, ny)
+        lo, hi = auc_score_interval(auc, nx, ny, variance=var)
+        m5 = auc_score_interval(auc, nx, ny)
+        slow = auc_score_interval_slow(auc, nx, ny, variance=var)
+        assert (float(lo), float(hi)) == pytest.approx(slow, abs=1e-9)
+        assert lo <= m5[0] and hi >= m5[1]
+        widened += bool(lo < m5[0] - 1e-12 or hi > m5[1] + 1e-12)
+    assert widened >= 10  # the logit interval is the wider one often enough to matter
+    lo, hi = auc_score_interval(1.0, 50, 50, variance=0.0)
+    assert (float(lo), float(hi)) == pytest.approx(auc_score_interval_slow(1.0, 50, 50), abs=1e-9)
+
+
 # --- 2. exact one-sided errors at the fair range's bounds --------------------------------------
 
 
@@ -191,7 +210,8 @@ def test_katz_was_anti_conservative_where_the_score_interval_is_not() -> None:
 
 
 def test_auc_score_interval_covers_at_high_auc() -> None:
-    """100 positives, 1,000 negatives (binormal), AUC 0.85 to 0.97: >= 94% coverage, false-alarm tail <= 3%."""
+    """100 positives, 1,000 negatives (binormal), AUC 0.85 to 0.97: >= 94% coverage, false-alarm tail
+    (the interval wholly below the true AUC) <= 2.7% as the alerts use it, with the DeLong variance."""
     rng = np.random.default_rng(6)
     for auc_true in (0.85, 0.95, 0.97):
         delta = float(norm.ppf(auc_true)) * math.sqrt(2)
@@ -202,15 +222,15 @@ def test_auc_score_interval_covers_at_high_auc() -> None:
             scores = np.concatenate([x, y])
             order = np.argsort(scores)
             is_x = np.concatenate([np.ones(100), np.zeros(1000)])[order]
-            auc, _ = auc_delong(is_x, None, 1 - is_x, None)
-            lo, hi = auc_score_interval(auc, 100, 1000)
+            auc, var = auc_delong(is_x, None, 1 - is_x, None)
+            lo, hi = auc_score_interval(auc, 100, 1000, variance=var)
             covered += bool(lo <= auc_true <= hi)
             below += bool(hi < auc_true)
         assert covered / reps >= 0.94 - 0.02, (
             auc_true,
             covered / reps,
         )  # 0.02: Monte-Carlo margin at 600 draws
-        assert below / reps <= 0.03 + 0.015, (auc_true, below / reps)
+        assert below / reps <= 0.027 + 0.015, (auc_true, below / reps)  # 0.015: Monte-Carlo margin
 
 
 def _odds_cells(

@@ -248,7 +248,8 @@ _SETS = {  # metric -> (X, Y, offset): the AUC of X over Y, as BinaryWindow.auc 
 
 def test_delong_variance_and_score_interval_equal_slow_references(evaluated):
     """Each AUC-family value: DeLong's variance as the slow O(n_x n_y) kernel gives it, and the interval
-    of Newcombe's method 5 as scipy's root finder gives it (``reference.auc_score_interval_slow``)."""
+    of Newcombe's method 5 as scipy's root finder gives it, widened to the logit Wald interval on that
+    variance (``reference.auc_score_interval_slow``)."""
     w, built, report = evaluated
     window = BinaryWindow(built.table, built.comparisons, threshold=0.5, level=0.95)
     index = {(s.attribute, s.group, s.reference): i for i, s in enumerate(window.sides)}
@@ -266,7 +267,7 @@ def test_delong_variance_and_score_interval_equal_slow_references(evaluated):
             auc, var = delong_slow(w.score[x], w.score[y])
             assert v.value + offset == pytest.approx(auc, abs=1e-12)
             assert window.auc(x_name, y_name).variance[i] == pytest.approx(var, abs=1e-12, rel=1e-9)
-            lo, hi = auc_score_interval_slow(auc, x.sum(), y.sum())
+            lo, hi = auc_score_interval_slow(auc, x.sum(), y.sum(), variance=var)
             assert (v.ci_lower + offset, v.ci_upper + offset) == pytest.approx((lo, hi), abs=1e-9), (
                 case,
                 metric,
@@ -274,11 +275,11 @@ def test_delong_variance_and_score_interval_equal_slow_references(evaluated):
             checked += 1
     assert checked >= 60
     labeled = pos | neg
-    auc, _ = delong_slow(w.score[pos], w.score[neg])
+    auc, var = delong_slow(w.score[pos], w.score[neg])
     overall = report.model_value("overall_auc")
     assert overall.value == pytest.approx(auc, abs=1e-12)
     assert (overall.ci_lower, overall.ci_upper) == pytest.approx(
-        auc_score_interval_slow(auc, pos.sum(), neg.sum()), abs=1e-9
+        auc_score_interval_slow(auc, pos.sum(), neg.sum(), variance=var), abs=1e-9
     )
     assert labeled.sum() < w.n  # unlabeled rows were present and ignored
 
@@ -295,7 +296,9 @@ def test_delong_by_hand():
     report = _indicator_report([0.3, 0.8, 0.3, 0.1], [1, 1, 0, 0], {"all": [1, 1, 1, 1]})
     v = report.get("subgroup_auc", "all")
     assert v.value == 0.875
-    assert (v.ci_lower, v.ci_upper) == pytest.approx(auc_score_interval_slow(0.875, 2, 2), abs=1e-12)
+    assert (v.ci_lower, v.ci_upper) == pytest.approx(
+        auc_score_interval_slow(0.875, 2, 2, variance=1 / 32), abs=1e-12
+    )
 
 
 # --- 3. invariances over the registry ------------------------------------------------------
