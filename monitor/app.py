@@ -35,6 +35,7 @@ from monitor.exporter import SnapshotCollector
 from monitor.http import ServerHandle, make_app, serve
 from monitor.notifiers import Notifier, build_notifiers
 from monitor.service import Monitor
+from monitor.snapshot import Snapshot
 from monitor.sources import Source
 
 __all__ = ["App", "build_app"]
@@ -57,7 +58,10 @@ class App:
         """Serve HTTP, then schedule every model (the first run of each starts at once)."""
         if serve_http:
             wsgi = make_app(
-                registry=self.registry, get_snapshot=self.monitor.snapshot, ready=self._ready.is_set
+                registry=self.registry,
+                get_snapshot=self.monitor.snapshot,
+                ready=self._ready.is_set,
+                plans=self._plans,
             )
             self.server = serve(wsgi, self.settings.server.host, self.settings.server.port)
             log.info("serving on %s", self.server.url)
@@ -77,6 +81,23 @@ class App:
             )
         self.scheduler.start()
         self._ready.set()
+
+    def _plans(self, snapshot: Snapshot) -> list[dict[str, object]]:
+        """Power plans of every model's last evaluation (``/api/v1/power``), at 90% power."""
+        from monitor.planning import plan_model, plans_as_rows
+
+        configs = {m.name: m for m in self.settings.models}
+        plans = []
+        for status in snapshot.models.values():
+            if status.last_evaluation is None or status.name not in configs:
+                continue
+            plans += plan_model(
+                status.last_evaluation,
+                configs[status.name],
+                confidence=self.settings.alerts.confidence,
+                method=self.settings.alerts.method,
+            )
+        return plans_as_rows(plans)
 
     def stop(self) -> None:
         if self.scheduler.running:

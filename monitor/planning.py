@@ -105,6 +105,8 @@ def plan_model(
     power: float = 0.9,
 ) -> list[PlanRow]:
     """The plan of every plannable alerting value of the model's longest window."""
+    if not evaluation.windows:
+        return []
     lengths = {w.name: w.length for w in model.windows}
     longest = max(evaluation.windows, key=lambda w: lengths.get(w.window, timedelta(0)))
     length = lengths.get(longest.window, longest.end - longest.start)

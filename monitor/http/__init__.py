@@ -6,9 +6,12 @@ Routes (GET and HEAD; other methods get 405, unknown paths 404):
   gzip by ``Accept-Encoding``), with the rendered bytes cached per snapshot;
 - ``/healthz``: the process is alive; ``/readyz``: 200 once ``ready()``, else 503;
 - ``/api/v1/results``: the latest snapshot as JSON, optionally filtered;
+- ``/api/v1/power``: how many rows and days each alert needs to detect a departure, from the
+  latest evaluation (``fairwatch power``'s figures);
 - ``/``: a landing page listing the models and linking to the endpoints.
 
-Every route reads the snapshot reference once and only formats it.
+Every route reads the snapshot reference once and only formats it (the power plans are
+computed once per snapshot).
 """
 
 from monitor.http.app import make_app

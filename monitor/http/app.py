@@ -37,6 +37,7 @@ def make_app(
     get_snapshot: Callable[[], Snapshot],
     ready: Callable[[], bool],
     cache_metrics: bool = True,
+    plans: Callable[[Snapshot], object] | None = None,
 ) -> WSGIApplication:
     """The fairwatch WSGI application.
 
@@ -46,6 +47,10 @@ def make_app(
     from the snapshot, as with a registry holding only the
     :class:`~monitor.exporter.SnapshotCollector`; pass ``False`` when it also holds live
     collectors (process or platform metrics).
+
+    ``plans`` turns a snapshot into the JSON-ready power plans ``/api/v1/power`` serves
+    (:mod:`monitor.planning`); computed on the first request after each evaluation and
+    cached with the snapshot, as ``/metrics`` is.
     """
     metrics: WSGIApplication = make_wsgi_app(registry)
     if cache_metrics:
@@ -66,11 +71,18 @@ def make_app(
         page = landing_page(get_snapshot())
         return _respond(start_response, "200 OK", page.encode("utf-8"), _HTML)
 
+    def power(environ: WSGIEnvironment, start_response: StartResponse) -> Body:
+        if plans is None:
+            return _respond(start_response, "404 Not Found", b"not found\n", _TEXT)
+        body = {"status": "success", "data": {"plans": plans(get_snapshot())}}
+        return _respond(start_response, "200 OK", _dumps(body), _JSON)
+
     routes: dict[str, WSGIApplication] = {
         "/metrics": metrics,
         "/healthz": healthz,
         "/readyz": readyz,
         "/api/v1/results": results,
+        "/api/v1/power": _SnapshotCachedApp(power, get_snapshot),
         "/": landing,
     }
 

@@ -179,6 +179,7 @@ def landing_page(snapshot: Snapshot) -> str:
         for path, what in (
             ("/metrics", "Prometheus metrics"),
             ("/api/v1/results", "latest results as JSON"),
+            ("/api/v1/power", "rows and days each alert needs to detect a departure"),
             ("/healthz", "liveness"),
             ("/readyz", "readiness"),
         )

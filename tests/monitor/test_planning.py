@@ -131,3 +131,37 @@ def test_bad_arguments_name_themselves(
 ) -> None:
     assert main(["power", "--config", str(config), *args]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_the_service_serves_the_same_plans(config: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``/api/v1/power`` on a running service carries the figures ``fairwatch power`` prints for the
+    same window (the config computes the rates plans read, as the CLI adds them itself)."""
+    import urllib.request
+
+    from monitor.app import build_app
+    from monitor.clock import FakeClock
+    from monitor.config import load_settings
+    from monitor.planning import with_planning_rates
+
+    cli = {(p["attribute"], p["group"], p["metric"]): p for p in _plans(config, capsys)}
+    settings = with_planning_rates(load_settings(config))
+    settings = settings.model_copy(update={"server": settings.server.model_copy(update={"port": 0})})
+    app = build_app(settings, clock=FakeClock(NOW))
+    app.monitor.run_model("toxicity")
+    app.start()
+    try:
+        assert app.server is not None
+        with urllib.request.urlopen(app.server.url + "/api/v1/power", timeout=30) as response:
+            body = json.load(response)
+    finally:
+        app.stop()
+    served = {
+        (p["attribute"], p["group"], p["metric"]): p
+        for p in body["data"]["plans"]
+        if p["model"] == "toxicity"
+    }
+    assert body["status"] == "success" and len(served) >= 20
+    assert served.keys() == cli.keys()
+    for key, plan in served.items():
+        assert plan["rows_needed"] == pytest.approx(cli[key]["rows_needed"], rel=1e-9), key
+        assert plan["days_needed"] == pytest.approx(cli[key]["days_needed"], rel=1e-9), key
