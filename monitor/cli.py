@@ -20,10 +20,12 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from monitor import __version__
 from monitor.errors import ConfigError, FairwatchError
+from monitor.secrets import SecretFilter, mask
 
 if TYPE_CHECKING:
     from monitor.config import Settings
@@ -114,11 +116,26 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+# Masks URL credentials in every log line; the secrets of the loaded config are added to it.
+_SECRETS = SecretFilter()
+
+
+def _load_settings(path: str) -> Settings:
+    from monitor.config import load_settings
+
+    settings = load_settings(path)
+    _SECRETS.add(settings.secrets())
+    return settings
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(
         level=getattr(logging, args.log_level), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    for log_handler in logging.getLogger().handlers:
+        if _SECRETS not in log_handler.filters:
+            log_handler.addFilter(_SECRETS)
     # APScheduler logs every job run at INFO: that is our evaluation loop, not news
     logging.getLogger("apscheduler").setLevel(max(logging.WARNING, getattr(logging, args.log_level)))
     console = Console(stderr=True)
@@ -126,17 +143,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         handler = _COMMANDS[args.command]
         return handler(args, console)
     except ConfigError as exc:
-        console.print(f"[bold red]config error:[/] {exc}", highlight=False, markup=True)
+        console.print(
+            f"[bold red]config error:[/] {escape(mask(str(exc), _SECRETS.secrets))}", highlight=False
+        )
         return 2
     except FairwatchError as exc:
-        console.print(f"[bold red]error:[/] {exc}", highlight=False)
+        console.print(f"[bold red]error:[/] {escape(mask(str(exc), _SECRETS.secrets))}", highlight=False)
         return 1
 
 
 def _cmd_validate(args: argparse.Namespace, console: Console) -> int:
-    from monitor.config import load_settings
 
-    settings = load_settings(args.config)
+    settings = _load_settings(args.config)
     windows = sum(len(m.windows) for m in settings.models)
     console.print(f"[green]ok[/]: {args.config}: {len(settings.models)} model(s), {windows} window(s)")
     return 0
@@ -144,9 +162,8 @@ def _cmd_validate(args: argparse.Namespace, console: Console) -> int:
 
 def _cmd_run(args: argparse.Namespace, console: Console) -> int:
     from monitor.app import build_app
-    from monitor.config import load_settings
 
-    app = build_app(load_settings(args.config))
+    app = build_app(_load_settings(args.config))
     app.run_forever()
     return 0
 
@@ -158,10 +175,9 @@ def _evaluate(
     settings: Settings | None = None,
     now: datetime | None = None,
 ) -> list[ModelEvaluation]:
-    from monitor.config import load_settings
     from monitor.evaluation import build_evaluators
 
-    settings = settings or load_settings(args.config)
+    settings = settings or _load_settings(args.config)
     if args.end is not None and args.start is None:
         raise ConfigError("--end needs --start")
     if args.start is not None and args.end is None:
@@ -296,31 +312,28 @@ def _write(text: str, output: str | None) -> None:
 
 
 def _cmd_rules(args: argparse.Namespace, console: Console) -> int:
-    from monitor.config import load_settings
     from monitor.rules import render_rules
 
-    settings = load_settings(args.config) if args.config else None
+    settings = _load_settings(args.config) if args.config else None
     _write(render_rules(settings), args.output)
     return 0
 
 
 def _cmd_dashboard(args: argparse.Namespace, console: Console) -> int:
-    from monitor.config import load_settings
     from monitor.dashboard import render_dashboard
 
-    settings = load_settings(args.config) if args.config else None
+    settings = _load_settings(args.config) if args.config else None
     _write(json.dumps(render_dashboard(settings), indent=2) + "\n", args.output)
     return 0
 
 
 def _cmd_power(args: argparse.Namespace, console: Console) -> int:
-    from monitor.config import load_settings
     from monitor.planning import parse_effects, plan_model, plans_as_rows, print_plans, with_planning_rates
 
     if not 0 < args.power < 1:
         raise ConfigError(f"--power must lie between 0 and 1, got {args.power}")
     departures = parse_effects(args.effect)
-    settings = load_settings(args.config)
+    settings = _load_settings(args.config)
     args.start = args.end = None
     plans = []
     for evaluation in _evaluate(args, console, settings=with_planning_rates(settings), now=args.at):

@@ -30,6 +30,7 @@ from typing import Any, NotRequired, Protocol, TypedDict
 from monitor import __version__
 from monitor.config import AlertsConfig
 from monitor.errors import AlertDeliveryError, ConfigError
+from monitor.secrets import mask_url
 from monitor.snapshot import ActiveAlert
 from monitor.timestamps import rfc3339_utc_millis
 
@@ -285,7 +286,8 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 
 @dataclass(frozen=True)
 class _Endpoint:
-    url: str  # without credentials: safe to show
+    target: str  # the URL requested: without its userinfo (sent as a header), query kept
+    url: str  # as shown: secret query values (``?token=``) masked too
     authorization: str | None
     opener: urllib.request.OpenerDirector
 
@@ -304,11 +306,12 @@ class _Endpoint:
         # An HTTP(S)_PROXY meant for the outside world must not intercept a loopback sink.
         proxies: dict[str, str] | None = {} if _is_loopback(host) else None
         opener = urllib.request.build_opener(urllib.request.ProxyHandler(proxies), _NoRedirect())
-        return cls(_redacted(parts), authorization, opener)
+        target = urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+        return cls(target, _redacted(parts), authorization, opener)
 
     def post_json(self, payload: object, *, timeout: float, sink: str) -> None:
         request = urllib.request.Request(
-            self.url,
+            self.target,
             data=json.dumps(payload).encode(),
             method="POST",
             headers={"Content-Type": "application/json", "User-Agent": f"fairwatch/{__version__}"},
@@ -329,9 +332,9 @@ class _Endpoint:
 
 
 def _redacted(parts: urllib.parse.SplitResult) -> str:
-    """The URL without its user:password part."""
+    """The URL without its user:password part, secret query values (``?token=``) masked."""
     netloc = parts.netloc.rpartition("@")[2]
-    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+    return mask_url(urllib.parse.urlunsplit(parts._replace(netloc=netloc)))
 
 
 def _is_loopback(host: str) -> bool:

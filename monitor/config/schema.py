@@ -14,6 +14,7 @@ from datetime import timedelta
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -26,6 +27,7 @@ from pydantic import (
 
 from metrics_core import get_metric
 from metrics_core.stats.judge import DEFAULT_MIN_SAMPLES
+from monitor.secrets import check_url, url_secrets
 from monitor.tasks import TASKS, TaskName, TaskOptions
 
 __all__ = [
@@ -89,6 +91,12 @@ class SourceConfig(_Strict):
     format: Literal["jsonl", "csv", "parquet", "auto"] = "auto"
     timestamp_format: Literal["auto", "iso", "datetime", "epoch"] = "auto"
     name: str | None = None  # memory: the name the composition root registered
+    timeout: Duration = timedelta(seconds=60)  # one read: statement, lock wait, file scan
+
+    @field_validator("url")
+    @classmethod
+    def _unambiguous_url(cls, url: str | None) -> str | None:
+        return None if url is None else check_url(url)
 
     @model_validator(mode="after")
     def _check_kind(self) -> SourceConfig:
@@ -99,6 +107,8 @@ class SourceConfig(_Strict):
                 )
             if bool(self.table) == bool(self.query):
                 raise ValueError("a sql source needs exactly one of `table` or `query`")
+        if self.timeout <= timedelta(0):
+            raise ValueError("`timeout` must be positive, e.g. 60s")
         if self.kind == "files" and not self.path:
             raise ValueError("a files source needs `path` (a file or a glob)")
         return self
@@ -255,12 +265,12 @@ class ModelConfig(_Strict):
 
 
 class AlertmanagerConfig(_Strict):
-    url: str
+    url: Annotated[str, AfterValidator(check_url)]
     timeout: Duration = timedelta(seconds=5)
 
 
 class WebhookConfig(_Strict):
-    url: str
+    url: Annotated[str, AfterValidator(check_url)]
     timeout: Duration = timedelta(seconds=5)
 
 
@@ -286,6 +296,13 @@ class Settings(_Strict):
     models: list[ModelConfig] = Field(min_length=1)
     alerts: AlertsConfig = Field(default_factory=AlertsConfig)
     server: ServerConfig = Field(default_factory=ServerConfig)
+
+    def secrets(self) -> tuple[str, ...]:
+        """Every credential the config's URLs hold (sources, label sources, alert receivers), for masking."""
+        urls = [m.source.url for m in self.models]
+        urls += [m.labels.source.url for m in self.models if m.labels is not None]
+        urls += [sink.url for sink in (self.alerts.alertmanager, self.alerts.webhook) if sink is not None]
+        return tuple(dict.fromkeys(s for url in urls for s in url_secrets(url)))
 
     @model_validator(mode="after")
     def _unique_models(self) -> Settings:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import html
-import re
 from collections import Counter
 from collections.abc import Mapping
 from datetime import datetime
@@ -11,6 +10,7 @@ from typing import TypedDict, TypeVar
 
 from metrics_core import STATES
 from monitor.results import WindowResult
+from monitor.secrets import mask
 from monitor.serialize import EvaluationRow, ModelValueRow, evaluation_rows, finite_or_none, model_value_rows
 from monitor.snapshot import ActiveAlert, ModelStatus, Snapshot
 from monitor.timestamps import iso_z
@@ -19,8 +19,6 @@ __all__ = ["FILTERS", "ResultsData", "landing_page", "redact", "results_data"]
 
 #: Query parameters of ``/api/v1/results`` that filter its rows.
 FILTERS = ("model", "window", "metric", "state")
-# user:password@ in a URL; the source should already have masked it, this is a second line.
-_URL_PASSWORD = re.compile(r"(?P<keep>[a-zA-Z][a-zA-Z0-9+.-]*://[^/:@\s]*:)[^@\s]*@")
 
 _Row = TypeVar("_Row", bound=Mapping[str, object])
 
@@ -163,8 +161,13 @@ def _alert_json(alert: ActiveAlert) -> AlertJson:
 
 
 def redact(text: str) -> str:
-    """``text`` with URL passwords masked: ``postgresql://u:secret@h`` -> ``postgresql://u:***@h``."""
-    return _URL_PASSWORD.sub(r"\g<keep>***@", text)
+    """``text`` with URL credentials masked (:func:`monitor.secrets.mask`): the source has masked
+    its configured secrets already; this is a second line.
+
+    >>> redact("cannot read postgresql://u:secret@h/db?password=two")
+    'cannot read postgresql://u:***@h/db?password=***'
+    """
+    return mask(text)
 
 
 def _iso_z_or_none(t: datetime | None) -> str | None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import math
 import re
+import time
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
@@ -36,6 +37,7 @@ from sqlalchemy.sql.type_api import TypeEngine
 
 from monitor.config import SourceConfig
 from monitor.errors import ConfigError, SourceError
+from monitor.secrets import mask, mask_url, url_secrets
 from monitor.sources.base import Batch, filter_window
 
 __all__ = ["SqlSource", "TimestampEncoding", "detect_encoding"]
@@ -57,11 +59,15 @@ class TimestampEncoding:
 
     - ``epoch``: numbers of seconds (``number`` says int, float or Decimal);
     - ``datetime``: SQL date-times (``aware`` when the column has a time zone);
-    - ``iso``: uniform ISO-8601 text in UTC with separator ``separator``: bounds are bound as
-      ``YYYY-MM-DD<sep>HH:MM:SS`` (start floored, end ceiled to the second) with no zone suffix,
-      which compares correctly against any fraction or UTC suffix (``Z``, ``+00:00``, none);
-    - ``iso_day``: ISO-like text of mixed styles or offsets: bounds are whole dates widened by a
-      day on each side (offsets are at most +-14 h), a coarse but safe prefilter;
+    - ``iso``: ISO-8601 text in UTC with separator ``separator`` at the column's extremes.
+      Text bounds are whole dates widened by a day on each side: the rows between the extremes
+      may use another separator or a non-UTC offset (offsets are at most +-14 h), and a text
+      bound to the second would silently drop them. On SQLite the source adds an exact
+      instant test (``julianday``) that keeps unreadable values. With ``exact`` (only for a
+      user's query that binds ``:start``/``:end`` itself and declares ``timestamp_format:
+      iso``) the bounds are ``YYYY-MM-DD<sep>HH:MM:SS``, start floored and end ceiled;
+    - ``iso_day``: ISO-like text of mixed styles or offsets at the extremes: whole dates, as
+      ``iso``;
     - ``unknown``: anything else; no database-side filter at all.
     """
 
@@ -69,6 +75,7 @@ class TimestampEncoding:
     number: Literal["int", "float", "decimal"] = "float"
     aware: bool = True
     separator: str = "T"
+    exact: bool = False  # iso: bind to the second (a user's query with :start/:end); else whole days
 
     def bounds(self, start: datetime, end: datetime) -> tuple[Any, Any, TypeEngine[Any]] | None:
         """``(low, high, sql_type)`` for ``low <= ts < high``; ``None`` when no filter is possible."""
@@ -86,10 +93,10 @@ class TimestampEncoding:
                 return start, end, sa.DateTime(timezone=True)
             # A naive column holds UTC wall time; an aware bound would be converted with the session's zone.
             return start.replace(tzinfo=None), end.replace(tzinfo=None), sa.DateTime()
-        if self.kind == "iso":
+        if self.kind == "iso" and self.exact:
             fmt = f"%Y-%m-%d{self.separator}%H:%M:%S"
             return start.strftime(fmt), _ceil_second(end).strftime(fmt), sa.String()
-        if self.kind == "iso_day":
+        if self.kind in ("iso", "iso_day"):
             lo_day = start.date() - timedelta(days=1)
             hi_day = end.date() + timedelta(days=2)
             return lo_day.isoformat(), hi_day.isoformat(), sa.String()
@@ -144,6 +151,15 @@ def _value_kind(value: Any) -> str:
     return "other"
 
 
+_SECOND_DAYS = 1 / 86400  # one second in days: slack for julianday's float rounding at the bounds
+_UNIX_EPOCH_JD = 2440587.5
+
+
+def _julian_day(moment: datetime) -> float:
+    """The Julian day SQLite's ``julianday()`` gives the same instant."""
+    return _utc(moment).timestamp() / 86400 + _UNIX_EPOCH_JD
+
+
 def _utc(moment: datetime) -> datetime:
     """Aware UTC; a naive datetime is taken as UTC (as everywhere in fairwatch)."""
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
@@ -160,7 +176,7 @@ def _placeholder_encoding(timestamp_format: str) -> TimestampEncoding:
     if timestamp_format == "epoch":
         return TimestampEncoding("epoch")
     if timestamp_format == "iso":
-        return TimestampEncoding("iso", separator="T")
+        return TimestampEncoding("iso", separator="T", exact=True)
     return TimestampEncoding("datetime", aware=True)  # auto | datetime
 
 
@@ -183,13 +199,51 @@ class SqlSource:
         self.timestamp_column = timestamp_column
         self._query = config.query.strip().rstrip(";").strip() if config.query else None
         self._placeholders = self._query is not None and _query_placeholders(self._query)
+        self._timeout = config.timeout.total_seconds()
+        self._deadline = math.inf  # monotonic time the running read must end by
+        self._interrupted = False
         try:
-            self._engine = sa.create_engine(self._url, pool_pre_ping=True, **_engine_options(self._url))
+            self._engine = sa.create_engine(
+                self._url, pool_pre_ping=True, **_engine_options(self._url, self._timeout)
+            )
         except (sa.exc.NoSuchModuleError, ImportError) as exc:
             raise ConfigError(f"source.url: cannot use {self.describe()}: {exc}") from exc
+        self._bound_statements()
         self._table: sa.TableClause | None = None  # reflected once, forgotten after a failed read
         self._encoding: TimestampEncoding | None = None
         self._warned_unknown = False
+
+    def _bound_statements(self) -> None:
+        """``source.timeout`` per statement: PostgreSQL's ``statement_timeout`` (lock waits
+        included), and for SQLite a progress handler that interrupts a statement running past
+        the read's deadline. Other databases: only the connection's own timeouts."""
+        backend = self._url.get_backend_name()
+        if backend == "postgresql":
+            milliseconds = str(max(1, round(self._timeout * 1000)))
+
+            @sa.event.listens_for(self._engine, "connect")
+            def _pg_timeout(dbapi_connection: Any, _record: Any) -> None:
+                cursor = dbapi_connection.cursor()
+                cursor.execute("SELECT set_config('statement_timeout', %s, false)", (milliseconds,))
+                cursor.close()
+                dbapi_connection.commit()
+
+        elif backend == "sqlite":
+
+            @sa.event.listens_for(self._engine, "connect")
+            def _sqlite_deadline(dbapi_connection: Any, _record: Any) -> None:
+                dbapi_connection.set_progress_handler(self._past_deadline, 10_000)
+
+    def _past_deadline(self) -> int:
+        """SQLite's progress handler: non-zero interrupts the running statement."""
+        if time.monotonic() > self._deadline:
+            self._interrupted = True
+            return 1
+        return 0
+
+    @property
+    def _is_sqlite(self) -> bool:
+        return self._url.get_backend_name() == "sqlite"
 
     @property
     def engine(self) -> Engine:
@@ -197,10 +251,12 @@ class SqlSource:
         return self._engine
 
     def describe(self) -> str:
-        what = f"query on {self._url.render_as_string(hide_password=True)}"
+        """``sql table 'x' in <url>``, credentials masked in every form (:func:`~monitor.secrets.mask_url`)."""
+        url = mask_url(self._url.render_as_string(hide_password=False))
+        what = f"query on {url}"
         if self.config.table:
             name = f"{self.config.schema_}.{self.config.table}" if self.config.schema_ else self.config.table
-            what = f"table {name!r} in {self._url.render_as_string(hide_password=True)}"
+            what = f"table {name!r} in {url}"
         return f"sql {what}"
 
     def close(self) -> None:
@@ -208,15 +264,21 @@ class SqlSource:
 
     def read(self, start: datetime, end: datetime) -> Batch:
         self._check_sqlite_file()
+        self._deadline, self._interrupted = time.monotonic() + self._timeout, False
         try:
             with self._engine.connect() as conn:
                 frame = pd.read_sql(self._statement(conn, start, end), conn)
         except SourceError:
             raise
-        except sa.exc.SQLAlchemyError as exc:
+        except Exception as exc:
+            # Every failure to read is a source failure, however the driver's error comes back:
+            # SQLAlchemy's, or wrapped by pandas (pandas.errors.DatabaseError for "database is
+            # locked"). The chained error would carry the SQL and its parameters: not kept.
             # The schema may have changed under us: reflect and detect again on the next tick.
             self._table, self._encoding = None, None
-            raise SourceError(f"cannot read {self.describe()}: {self._short_cause(exc)}") from exc
+            raise SourceError(f"cannot read {self.describe()}: {self._short_cause(exc)}") from None
+        finally:
+            self._deadline = math.inf
         if self.timestamp_column is None:
             return Batch(frame)
         return filter_window(frame, self.timestamp_column, start, end)
@@ -237,10 +299,27 @@ class SqlSource:
             return stmt  # filter_window does all the filtering
         low, high, sql_type = bounds
         column = source.c[ts]
-        return stmt.where(
+        condition = sa.and_(
             column >= sa.bindparam("start", low, type_=sql_type),
             column < sa.bindparam("end", high, type_=sql_type),
         )
+        if encoding is not None and encoding.kind in ("iso", "iso_day") and self._is_sqlite:
+            # The text bounds are whole days (safe for any separator and offset); SQLite can
+            # also read each value as an instant: keep the rows of the window's second range,
+            # and every row it cannot read (filter_window counts those as timestamp_invalid).
+            instant = sa.func.julianday(column)
+            lo_day, hi_day = _julian_day(start) - _SECOND_DAYS, _julian_day(end) + _SECOND_DAYS
+            condition = sa.and_(
+                condition,
+                sa.or_(
+                    sa.and_(
+                        instant >= sa.bindparam("start_jd", lo_day, type_=sa.Float()),
+                        instant < sa.bindparam("end_jd", hi_day, type_=sa.Float()),
+                    ),
+                    instant.is_(None),
+                ),
+            )
+        return stmt.where(condition)
 
     def _placeholder_statement(self, start: datetime, end: datetime) -> sa.TextClause:
         assert self._query is not None
@@ -248,7 +327,7 @@ class SqlSource:
         if encoding.kind == "datetime" and self._url.get_backend_name() == "sqlite":
             # SQLite keeps date-times as text, with or without fractions: bind whole seconds, which
             # compare right against both ("2026-11-22 03:00:00" and "... 03:00:00.000000").
-            encoding = TimestampEncoding("iso", separator=" ")
+            encoding = TimestampEncoding("iso", separator=" ", exact=True)
         bounds = encoding.bounds(start, end)
         assert bounds is not None
         low, high, sql_type = bounds
@@ -284,9 +363,11 @@ class SqlSource:
     def _timestamp_encoding(
         self, conn: Connection, source: sa.TableClause | sa.Subquery
     ) -> TimestampEncoding | None:
-        """Detect (once) how the timestamp column is stored, from its smallest and largest value."""
-        if self._encoding is not None:
-            return self._encoding
+        """How the timestamp column is stored, from its smallest and largest value.
+
+        Detected at every read (two index lookups where the column is indexed): a writer that
+        changes format while the service runs shows up at the extremes, and the prefilter follows.
+        """
         assert self.timestamp_column is not None
         column = source.c[self.timestamp_column]
         low, high = conn.execute(sa.select(sa.func.min(column), sa.func.max(column))).one()
@@ -303,6 +384,14 @@ class SqlSource:
                 self.timestamp_column,
                 type(low).__name__,
                 type(high).__name__,
+            )
+        if self._encoding is not None and encoding != self._encoding:
+            logger.warning(
+                "%s: timestamps in %r changed form (%s -> %s); prefiltering for the new form",
+                self.describe(),
+                self.timestamp_column,
+                self._encoding.kind,
+                encoding.kind,
             )
         self._encoding = encoding
         return encoding
@@ -339,15 +428,25 @@ class SqlSource:
         if not Path(database).is_file():
             raise SourceError(f"cannot read {self.describe()}: the SQLite database file does not exist")
 
-    def _short_cause(self, exc: sa.exc.SQLAlchemyError) -> str:
-        """One line naming the driver's error, without the SQL, parameters or password."""
-        cause: BaseException = getattr(exc, "orig", None) or exc
+    def _short_cause(self, exc: BaseException) -> str:
+        """One line naming the driver's error, without the SQL, parameters or password.
+
+        The innermost error of the chain is the driver's own (``sqlite3.OperationalError``,
+        ``psycopg.OperationalError``); the wrappers around it quote the statement.
+        """
+        cause: BaseException = exc
+        seen = {id(cause)}
+        while True:
+            inner = getattr(cause, "orig", None) or cause.__cause__ or cause.__context__
+            if not isinstance(inner, BaseException) or id(inner) in seen:
+                break
+            seen.add(id(inner))
+            cause = inner
+        if self._interrupted and "interrupt" in str(cause).lower():
+            return f"statement timeout: the query ran longer than source.timeout ({self._timeout:g} s)"
         lines = str(cause).strip().splitlines()
         text = f"{type(cause).__name__}: {lines[0] if lines else ''}".rstrip(": ")
-        password = self._url.password
-        if password:
-            text = text.replace(str(password), "***")
-        return text[:300]
+        return mask(text, url_secrets(self.config.url))[:300]
 
 
 def _query_placeholders(query: str) -> bool:
@@ -363,8 +462,13 @@ def _query_placeholders(query: str) -> bool:
     return True
 
 
-def _engine_options(url: sa.URL) -> dict[str, Any]:
-    """Bounded connection attempts: a silent network must fail this tick, not hang the scheduler."""
-    if url.get_backend_name() == "postgresql" and "connect_timeout" not in url.query:
-        return {"connect_args": {"connect_timeout": 10}}
+def _engine_options(url: sa.URL, timeout: float) -> dict[str, Any]:
+    """Bounded connection attempts and lock waits: a silent network or a held lock must fail
+    this tick, not hang the scheduler. SQLite's ``timeout`` is how long a locked database is
+    waited for; PostgreSQL's ``connect_timeout`` bounds the connection."""
+    backend = url.get_backend_name()
+    if backend == "postgresql" and "connect_timeout" not in url.query:
+        return {"connect_args": {"connect_timeout": max(1, min(10, math.ceil(timeout)))}}
+    if backend == "sqlite" and "timeout" not in url.query:
+        return {"connect_args": {"timeout": timeout}}
     return {}
