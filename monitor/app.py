@@ -8,9 +8,10 @@ the environment or a global registry: everything is injected from here.
 from __future__ import annotations
 
 import logging
+import queue
 import signal
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -30,6 +31,7 @@ from monitor import __version__
 from monitor.alerting import AlertTracker
 from monitor.clock import Clock, SystemClock
 from monitor.config import Settings
+from monitor.errors import FairwatchError
 from monitor.evaluation import build_evaluators
 from monitor.exporter import SnapshotCollector
 from monitor.http import ServerHandle, make_app, serve
@@ -38,7 +40,7 @@ from monitor.service import Monitor
 from monitor.snapshot import Snapshot
 from monitor.sources import Source
 
-__all__ = ["App", "build_app"]
+__all__ = ["App", "build_app", "run_forever"]
 
 log = logging.getLogger("fairwatch")
 
@@ -52,7 +54,6 @@ class App:
     clock: Clock
     server: ServerHandle | None = None
     _ready: threading.Event = field(default_factory=threading.Event)
-    _stopped: threading.Event = field(default_factory=threading.Event)
 
     def start(self, *, serve_http: bool = True) -> None:
         """Serve HTTP, then schedule every model (the first run of each starts at once)."""
@@ -108,22 +109,48 @@ class App:
             ev.source.close()
             if ev.label_source is not None:
                 ev.label_source.close()
-        self._stopped.set()
 
-    def run_forever(self) -> None:
-        """Start, then block until SIGINT/SIGTERM."""
 
-        def handle(signum: int, _frame: Any) -> None:
-            log.info("received signal %d, stopping", signum)
-            self._stopped.set()
+def run_forever(load_settings: Callable[[], Settings]) -> None:
+    """Run the service until SIGINT or SIGTERM; on SIGHUP reload the config (Prometheus' convention).
 
-        signal.signal(signal.SIGTERM, handle)
-        signal.signal(signal.SIGINT, handle)
-        self.start()
-        try:
-            self._stopped.wait()
-        finally:
-            self.stop()
+    A reload reads and validates the file again: a valid config that differs replaces the
+    running service (sources, schedules and alert state start afresh; the HTTP port is
+    re-bound), an invalid one is logged in one line and the running config stays.
+    """
+    signals: queue.SimpleQueue[int] = queue.SimpleQueue()
+
+    def handle(signum: int, _frame: Any) -> None:
+        signals.put(signum)
+
+    for handled in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(handled, handle)
+    app = build_app(load_settings())
+    app.start()
+    try:
+        while True:
+            try:
+                signum = signals.get(timeout=1.0)
+            except queue.Empty:
+                continue
+            if signum != signal.SIGHUP:
+                log.info("received signal %d, stopping", signum)
+                return
+            try:
+                settings = load_settings()
+            except FairwatchError as exc:
+                first = str(exc).strip().splitlines()
+                log.error("config reload failed, keeping the running config: %s", " ".join(first)[:500])
+                continue
+            if settings == app.settings:
+                log.info("config reloaded: unchanged")
+                continue
+            app.stop()
+            app = build_app(settings)
+            app.start()
+            log.info("config reloaded: %d model(s)", len(settings.models))
+    finally:
+        app.stop()
 
 
 def build_app(

@@ -161,10 +161,9 @@ def _cmd_validate(args: argparse.Namespace, console: Console) -> int:
 
 
 def _cmd_run(args: argparse.Namespace, console: Console) -> int:
-    from monitor.app import build_app
+    from monitor.app import run_forever
 
-    app = build_app(_load_settings(args.config))
-    app.run_forever()
+    run_forever(lambda: _load_settings(args.config))
     return 0
 
 

@@ -8,6 +8,7 @@ config file.
 
 from __future__ import annotations
 
+import io
 import os
 import re
 from pathlib import Path
@@ -18,6 +19,12 @@ from pydantic import ValidationError
 
 from monitor.config.schema import Settings, SourceConfig
 from monitor.errors import ConfigError
+
+#: A config larger than this is refused (the biggest real ones are a few KB).
+MAX_CONFIG_BYTES = 1 << 20
+#: Nodes a config may hold once its YAML aliases (``*name``) are expanded: shared blocks fit
+#: easily; an alias bomb (each level repeating the previous one) does not.
+MAX_YAML_NODES = 100_000
 
 __all__ = ["load_settings", "settings_from_dict"]
 
@@ -91,16 +98,65 @@ def load_settings(path: str | Path, *, environ: dict[str, str] | None = None) ->
     """Read, interpolate and validate a YAML config file."""
     p = Path(path)
     try:
+        size = p.stat().st_size
+        if size > MAX_CONFIG_BYTES:
+            raise ConfigError(f"{p}: the config file is {size:,} bytes; the limit is {MAX_CONFIG_BYTES:,}")
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read config file {p}: {exc.strerror}") from exc
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = yaml.compose(_named_stream(text, p), Loader=yaml.SafeLoader)
+        _check_expansion(node, p)
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{p}: not valid YAML: {exc}") from exc
     settings = settings_from_dict(data, environ=environ, _node=node, _file=str(p))
     return _resolve_relative_paths(settings, p.parent)
+
+
+def _named_stream(text: str, path: Path) -> io.StringIO:
+    """A stream whose name PyYAML's error marks show: the file, not ``<unicode string>``."""
+    stream = io.StringIO(text)
+    stream.name = str(path)
+    return stream
+
+
+def _check_expansion(root: yaml.Node | None, path: Path) -> None:
+    """Refuse a config whose aliases expand beyond :data:`MAX_YAML_NODES` nodes, or that holds an
+    alias inside its own anchor. The composed graph shares aliased nodes, so it is small; what
+    reads the config afterwards (interpolation, validation) walks the expansion, which for an
+    alias bomb grows exponentially and for a recursive alias never ends."""
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+
+    def expanded(node: yaml.Node) -> int:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in open_nodes:
+            line = node.start_mark.line + 1 if node.start_mark else 0
+            raise ConfigError(f"{path}:{line}: a YAML alias refers to the block that contains it")
+        open_nodes.add(key)
+        if isinstance(node, yaml.SequenceNode):
+            children: list[yaml.Node] = list(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            children = [n for pair in node.value for n in pair]
+        else:
+            children = []
+        total = 1
+        for child in children:
+            total += expanded(child)
+            if total > MAX_YAML_NODES:
+                raise ConfigError(
+                    f"{path}: its YAML aliases expand to more than {MAX_YAML_NODES:,} values; "
+                    "write the shared blocks out or use fewer levels of aliases"
+                )
+        open_nodes.discard(key)
+        sizes[key] = total
+        return total
+
+    if root is not None:
+        expanded(root)
 
 
 def _resolve_relative_paths(settings: Settings, base: Path) -> Settings:

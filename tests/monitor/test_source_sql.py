@@ -141,9 +141,11 @@ def test_iso_text_window_is_half_open_and_bound(tmp_path: Path, make_source: Mak
     # ...as whole days on the text (an index serves them; rows of another style in between are
     # not lost), and as the window's instants for SQLite's julianday(), to the second
     assert params[:2] == ["2026-11-21", "2026-11-24"]
-    julian = sqlite3.connect(":memory:").execute(
-        "SELECT julianday('2026-11-22 03:00:00'), julianday('2026-11-22 04:00:00')"
-    ).fetchone()
+    julian = (
+        sqlite3.connect(":memory:")
+        .execute("SELECT julianday('2026-11-22 03:00:00'), julianday('2026-11-22 04:00:00')")
+        .fetchone()
+    )
     assert params[2:] == pytest.approx(list(julian), abs=1.5 / 86400)
 
 

@@ -1,0 +1,52 @@
+"""SIGHUP reloads the config (Prometheus' convention): a valid change is applied, an invalid file is
+logged in one line and the running config stays; SIGTERM still stops the process cleanly."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from pathlib import Path
+
+import yaml
+
+from tests.faults.conftest import EditConfig
+from tests.servers import ManagedProcess, free_port, http_json, wait_until
+
+FAIRWATCH = str(Path(sys.executable).with_name("fairwatch"))
+
+
+def test_sighup_reloads_a_valid_config_and_keeps_the_running_one_on_error(
+    edit_config: EditConfig, tmp_path: Path
+) -> None:
+    port = free_port()
+    config = edit_config(lambda data: data["server"].update(port=port))
+    log = tmp_path / "service.log"
+    service = ManagedProcess("fairwatch", [FAIRWATCH, "run", "--config", str(config)], log).start()
+    base = f"http://127.0.0.1:{port}"
+    try:
+        service.wait_http_ok(base + "/readyz")
+        names = lambda: [m["name"] for m in http_json(base + "/api/v1/results")["data"]["models"]]  # noqa: E731
+        assert names() == ["toxicity", "moderation"]
+
+        data = yaml.safe_load(config.read_text())
+        data["models"] = data["models"][:1]  # drop the second model
+        config.write_text(yaml.safe_dump(data, sort_keys=False))
+        assert service.pid is not None
+        os.kill(service.pid, signal.SIGHUP)
+        wait_until(lambda: names() == ["toxicity"] or None, 30, "the reloaded config to be served")
+        wait_until(
+            lambda: "config reloaded: 1 model(s)" in log.read_text() or None, 30, "the reload's log line"
+        )
+
+        config.write_text("models: [unclosed\n")
+        os.kill(service.pid, signal.SIGHUP)
+        wait_until(
+            lambda: "config reload failed" in log.read_text() or None, 30, "the failed reload's log line"
+        )
+        assert service.running and names() == ["toxicity"]  # still serving the last good config
+        failed = [line for line in log.read_text().splitlines() if "config reload failed" in line]
+        assert len(failed) == 1 and "Traceback" not in log.read_text()
+    finally:
+        service.stop()
+    assert service._popen is not None and service._popen.returncode == 0
