@@ -101,14 +101,22 @@ class App:
         return plans_as_rows(plans)
 
     def stop(self) -> None:
+        """Stop scheduling (a running read ends within its ``source.timeout``), give queued alerts
+        one last attempt bounded by the sinks' timeouts, close the server and the sources."""
         if self.scheduler.running:
             self.scheduler.shutdown(wait=True)
+        self.monitor.close(timeout=_delivery_timeout(self.settings) + 1)
         if self.server is not None:
             self.server.shutdown()
         for ev in self.monitor.evaluators.values():
             ev.source.close()
             if ev.label_source is not None:
                 ev.label_source.close()
+
+
+def _delivery_timeout(settings: Settings) -> float:
+    sinks = (settings.alerts.alertmanager, settings.alerts.webhook)
+    return max((s.timeout.total_seconds() for s in sinks if s is not None), default=0.0)
 
 
 def run_forever(load_settings: Callable[[], Settings]) -> None:

@@ -34,7 +34,7 @@ from prometheus_client.core import (
 
 from metrics_core import REGISTRY, STATES, MetricValue, ModelValue
 from monitor.results import ModelEvaluation, WindowResult
-from monitor.snapshot import ModelStatus, Snapshot
+from monitor.snapshot import ModelStatus, SinkStats, Snapshot
 
 __all__ = ["FAMILY_PREFIX", "STATE_CODES", "SnapshotCollector", "build_families"]
 
@@ -241,12 +241,7 @@ def _self_metrics(snapshot: Snapshot, version: str) -> list[Metric]:
         ),
         _rows_rejected(models),
         job_errors,
-        _per_sink_counter("alerts_sent_total", "Alert notifications delivered.", snapshot.alerts_sent_total),
-        _per_sink_counter(
-            "alert_delivery_failures_total",
-            "Alert notifications a sink refused or could not be reached for.",
-            snapshot.alert_delivery_failures_total,
-        ),
+        *_sink_metrics(snapshot.alert_sinks),
         _per_model_gauge(
             "evaluation_duration_seconds",
             "Duration of the model's last evaluation.",
@@ -310,8 +305,29 @@ def _rows_rejected(models: list[ModelStatus]) -> Metric:
     return family
 
 
-def _per_sink_counter(name: str, help_text: str, counts: Mapping[str, int]) -> Metric:
-    family = CounterMetricFamily(FAMILY_PREFIX + name, help_text, labels=["sink"])
-    for sink, n in sorted(counts.items()):
-        family.add_metric([sink], n)
-    return family
+# Per-sink families: (name, HELP, SinkStats field); the last one is a gauge.
+_SINK_FAMILIES = (
+    ("alerts_sent_total", "Alert notifications delivered.", "sent"),
+    (
+        "alert_delivery_failures_total",
+        "Delivery attempts a sink refused, could not be reached for, or did not answer in time.",
+        "failures",
+    ),
+    (
+        "alert_notifications_dropped_total",
+        "Undelivered resolves dropped because the sink's outbox was full.",
+        "dropped",
+    ),
+    ("alert_queue_length", "Alerts waiting in the sink's outbox.", "queued"),
+)
+
+
+def _sink_metrics(sinks: Mapping[str, SinkStats]) -> list[Metric]:
+    families: list[Metric] = []
+    for name, help_text, field in _SINK_FAMILIES:
+        kind = CounterMetricFamily if name.endswith("_total") else GaugeMetricFamily
+        family = kind(FAMILY_PREFIX + name, help_text, labels=["sink"])
+        for sink, stats in sorted(sinks.items()):
+            family.add_metric([sink], getattr(stats, field))
+        families.append(family)
+    return families

@@ -5,24 +5,30 @@ and those that resolved at this evaluation, and raises :class:`~monitor.errors.A
 the sink refuses or cannot be reached. The caller counts such failures and tries again at the next
 evaluation; firing alerts are re-sent every time anyway, as Prometheus does.
 
-HTTP goes through urllib (no extra dependency). Credentials written in a URL
-(``http://user:pass@host``) become a Basic ``Authorization`` header and never appear in an error
-message. Proxies from the environment are ignored for loopback addresses, and redirects are not
-followed (a redirected POST would silently lose its body).
+HTTP goes through urllib (no extra dependency). ``timeout_seconds`` bounds a whole attempt -
+connecting, sending and reading the complete answer - not each socket read: a receiver that
+trickles its answer a byte at a time is cut off at the deadline like one that never answers.
+Credentials written in a URL (``http://user:pass@host``) become a Basic ``Authorization`` header
+and never appear in an error message. Proxies from the environment are ignored for loopback
+addresses, and redirects are not followed (a redirected POST would silently lose its body).
+
+Sinks are called from :mod:`monitor.delivery`'s sender threads, never from an evaluation.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import http.client
 import ipaddress
 import json
 import logging
+import socket
 import threading
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, NotRequired, Protocol, TypedDict
@@ -289,7 +295,7 @@ class _Endpoint:
     target: str  # the URL requested: without its userinfo (sent as a header), query kept
     url: str  # as shown: secret query values (``?token=``) masked too
     authorization: str | None
-    opener: urllib.request.OpenerDirector
+    proxies: dict[str, str] | None  # None: from the environment
 
     @classmethod
     def parse(cls, url: str) -> _Endpoint:
@@ -305,9 +311,8 @@ class _Endpoint:
             authorization = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
         # An HTTP(S)_PROXY meant for the outside world must not intercept a loopback sink.
         proxies: dict[str, str] | None = {} if _is_loopback(host) else None
-        opener = urllib.request.build_opener(urllib.request.ProxyHandler(proxies), _NoRedirect())
         target = urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
-        return cls(target, _redacted(parts), authorization, opener)
+        return cls(target, _redacted(parts), authorization, proxies)
 
     def post_json(self, payload: object, *, timeout: float, sink: str) -> None:
         request = urllib.request.Request(
@@ -318,17 +323,99 @@ class _Endpoint:
         )
         if self.authorization:
             request.add_header("Authorization", self.authorization)
+        deadline = _Deadline(timeout)
+        opener = urllib.request.build_opener(
+            urllib.request.ProxyHandler(self.proxies),
+            _NoRedirect(),
+            _DeadlineHTTPHandler(deadline),
+            _DeadlineHTTPSHandler(deadline),
+        )
         try:
-            with self.opener.open(request, timeout=timeout) as response:
+            with opener.open(request, timeout=timeout) as response:
                 response.read()
-        except urllib.error.HTTPError as exc:
+        except (OSError, http.client.HTTPException) as exc:  # URLError and HTTPError are OSErrors
+            raise self._failure(exc, sink, deadline) from exc
+        finally:
+            deadline.cancel()
+
+    def _failure(self, exc: Exception, sink: str, deadline: _Deadline) -> AlertDeliveryError:
+        if isinstance(exc, urllib.error.HTTPError):
             with exc:
                 detail = _short_body(exc)
-            raise AlertDeliveryError(f"{sink}: POST {self.url} answered HTTP {exc.code}: {detail}") from exc
-        except urllib.error.URLError as exc:
-            raise AlertDeliveryError(f"{sink}: cannot reach {self.url}: {exc.reason}") from exc
-        except (OSError, http.client.HTTPException) as exc:  # timeouts, resets, malformed answers
-            raise AlertDeliveryError(f"{sink}: POST {self.url} failed: {exc!r}") from exc
+            return AlertDeliveryError(f"{sink}: POST {self.url} answered HTTP {exc.code}: {detail}")
+        if deadline.expired:
+            return AlertDeliveryError(
+                f"{sink}: POST {self.url} got no complete answer within {deadline.seconds:g} s (the timeout)"
+            )
+        if isinstance(exc, urllib.error.URLError):
+            return AlertDeliveryError(f"{sink}: cannot reach {self.url}: {exc.reason}")
+        return AlertDeliveryError(f"{sink}: POST {self.url} failed: {exc!r}")  # resets, malformed answers
+
+
+class _Deadline:
+    """One attempt's total time budget: when it runs out, the attempt's sockets are shut down, so
+    whatever read or write is blocked on them returns at once (a per-read timeout cannot stop a
+    receiver that sends a byte every few seconds)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.expired = False
+        self._sockets: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def watch(self, sock: socket.socket) -> None:
+        with self._lock:
+            if self.expired:
+                _shut(sock)
+            self._sockets.append(sock)
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            for sock in self._sockets:
+                _shut(sock)
+
+
+def _shut(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):  # already closed
+        sock.shutdown(socket.SHUT_RDWR)
+
+
+def _deadline_connection(
+    base: type[http.client.HTTPConnection], deadline: _Deadline
+) -> Callable[..., http.client.HTTPConnection]:
+    """``base`` whose socket, once connected, is watched by ``deadline``."""
+
+    class Connection(base):  # type: ignore[valid-type,misc]
+        def connect(self) -> None:
+            super().connect()
+            deadline.watch(self.sock)
+
+    return Connection
+
+
+class _DeadlineHTTPHandler(urllib.request.HTTPHandler):
+    def __init__(self, deadline: _Deadline) -> None:
+        super().__init__()
+        self._connection = _deadline_connection(http.client.HTTPConnection, deadline)
+
+    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(self._connection, req)
+
+
+class _DeadlineHTTPSHandler(urllib.request.HTTPSHandler):
+    def __init__(self, deadline: _Deadline) -> None:
+        super().__init__()
+        self._connection = _deadline_connection(http.client.HTTPSConnection, deadline)
+
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(self._connection, req)  # the default context: certificates verified
 
 
 def _redacted(parts: urllib.parse.SplitResult) -> str:

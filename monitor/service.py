@@ -13,12 +13,12 @@ import threading
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from datetime import datetime
 from types import MappingProxyType
 
 from monitor.alerting import AlertTracker, AlertUpdate
 from monitor.clock import Clock
-from monitor.errors import AlertDeliveryError, SourceError
+from monitor.delivery import AlertDelivery
+from monitor.errors import SourceError
 from monitor.evaluation import Evaluator
 from monitor.notifiers import Notifier
 from monitor.results import ModelEvaluation
@@ -40,13 +40,11 @@ class Monitor:
     ) -> None:
         self.evaluators = dict(evaluators)
         self.tracker = tracker
-        self.notifiers = list(notifiers)
         self.clock = clock
         self._lock = threading.Lock()  # two models' jobs may finish at once: one snapshot writer
         self._alerts: dict[str, tuple[ActiveAlert, ...]] = {}
-        self._sent: Counter[str] = Counter()
-        self._delivery_failures: Counter[str] = Counter()
-        self._unresolved: dict[str, tuple[ActiveAlert, ...]] = {}  # resolves a sink has not received yet
+        # sinks are fed through outboxes: an evaluation never waits for a receiver
+        self.delivery = AlertDelivery(notifiers, on_change=self._publish_delivery_stats)
         self._snapshot = Snapshot(
             models=MappingProxyType(
                 {
@@ -72,7 +70,7 @@ class Monitor:
             return None
         update = self.tracker.update(evaluation, now)
         _log_transitions(update)
-        self._deliver(update.firing, update.resolved, now)
+        self.delivery.submit(name, update.firing, update.resolved, now)
         with self._lock:
             old = self._snapshot.models[name]
             rejected = Counter(dict(old.rows_rejected_total))
@@ -119,26 +117,15 @@ class Monitor:
             )
             self._swap({name: status})
 
-    def _deliver(self, firing: Sequence[ActiveAlert], resolved: Sequence[ActiveAlert], now: datetime) -> None:
-        """Push to every sink; a resolve a sink missed is queued and re-sent until it is delivered.
+    def _publish_delivery_stats(self) -> None:
+        with self._lock:
+            self._snapshot = replace(
+                self._snapshot, alert_sinks=MappingProxyType(dict(self.delivery.stats()))
+            )
 
-        Firing alerts need no queue: they are re-sent at every evaluation anyway.
-        """
-        for notifier in self.notifiers:
-            with self._lock:
-                owed = self._unresolved.pop(notifier.name, ())
-            pending = (*owed, *resolved)
-            if not firing and not pending:
-                continue
-            try:
-                notifier.send(firing, pending, now)
-                with self._lock:
-                    self._sent[notifier.name] += len(firing) + len(pending)
-            except AlertDeliveryError as exc:
-                with self._lock:
-                    self._delivery_failures[notifier.name] += 1
-                    self._unresolved[notifier.name] = pending
-                log.warning("alert delivery to %s failed: %s", notifier.name, exc)
+    def close(self, timeout: float = 10.0) -> None:
+        """Give queued alerts one last bounded attempt and stop the senders."""
+        self.delivery.stop(timeout)
 
     def _swap(self, changed: Mapping[str, ModelStatus]) -> None:
         models = dict(self._snapshot.models)
@@ -147,8 +134,7 @@ class Monitor:
             self._snapshot,
             models=MappingProxyType(models),
             alerts=tuple(a for alerts in self._alerts.values() for a in alerts),
-            alerts_sent_total=MappingProxyType(dict(self._sent)),
-            alert_delivery_failures_total=MappingProxyType(dict(self._delivery_failures)),
+            alert_sinks=MappingProxyType(dict(self.delivery.stats())),
             created_at=self.clock.now(),
         )
 

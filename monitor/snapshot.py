@@ -48,10 +48,19 @@ class ActiveAlert:
 
 
 @dataclass(frozen=True)
+class SinkStats:
+    """One alert sink's delivery counters (``fairwatch_alert*{sink}``), from :mod:`monitor.delivery`."""
+
+    sent: int = 0  # alert notifications delivered
+    failures: int = 0  # attempts the sink refused or could not be reached for
+    dropped: int = 0  # resolves dropped because the sink's outbox was full
+    queued: int = 0  # alerts waiting in the outbox
+
+
+@dataclass(frozen=True)
 class Snapshot:
     models: Mapping[str, ModelStatus]
     alerts: tuple[ActiveAlert, ...] = ()
     job_errors_total: int = 0
-    alerts_sent_total: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
-    alert_delivery_failures_total: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    alert_sinks: Mapping[str, SinkStats] = field(default_factory=lambda: MappingProxyType({}))
     created_at: datetime | None = None

@@ -19,7 +19,7 @@ from prometheus_client.core import Metric
 from metrics_core import STATES, MetricValue, ModelValue
 from monitor.exporter import STATE_CODES, SnapshotCollector, build_families
 from monitor.results import GroupStats, ModelEvaluation, WindowResult
-from monitor.snapshot import ActiveAlert, ModelStatus, Snapshot
+from monitor.snapshot import ActiveAlert, ModelStatus, SinkStats, Snapshot
 from tests.servers import promtool_bin
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -118,8 +118,9 @@ def make_snapshot(*statuses: ModelStatus, alerts: Iterable[ActiveAlert] = (), **
         models=MappingProxyType({s.name: s for s in statuses}),
         alerts=tuple(alerts),
         job_errors_total=2,
-        alerts_sent_total=MappingProxyType({"alertmanager": 4}),
-        alert_delivery_failures_total=MappingProxyType({"webhook": 1}),
+        alert_sinks=MappingProxyType(
+            {"alertmanager": SinkStats(sent=4), "webhook": SinkStats(failures=1, dropped=2, queued=3)}
+        ),
         created_at=T0,
     )
     return replace(snapshot, **changes)  # type: ignore[arg-type]
@@ -327,6 +328,9 @@ def test_self_metrics() -> None:
     assert get("fairwatch_job_errors_total") == 2
     assert get("fairwatch_alerts_sent_total", {"sink": "alertmanager"}) == 4
     assert get("fairwatch_alert_delivery_failures_total", {"sink": "webhook"}) == 1
+    assert get("fairwatch_alert_delivery_failures_total", {"sink": "alertmanager"}) == 0
+    assert get("fairwatch_alert_notifications_dropped_total", {"sink": "webhook"}) == 2
+    assert get("fairwatch_alert_queue_length", {"sink": "webhook"}) == 3
     assert get("fairwatch_evaluation_duration_seconds", model) == 0.25
     assert get("fairwatch_last_evaluation_success_timestamp_seconds", model) == T0.timestamp()
     assert get("fairwatch_last_evaluation_timestamp_seconds", model) == T0.timestamp()

@@ -1,0 +1,226 @@
+"""Slow, hanging and trickling alert receivers (real HTTP servers) never hold up an evaluation;
+an attempt is bounded as a whole; a slow sink gets the latest state, never a backlog, and every
+resolve."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from datetime import timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import numpy as np
+import pytest
+
+from monitor.alerting import AlertTracker
+from monitor.clock import FakeClock
+from monitor.config import settings_from_dict
+from monitor.delivery import AlertDelivery
+from monitor.errors import AlertDeliveryError
+from monitor.evaluation import build_evaluators
+from monitor.notifiers import RecordingNotifier, WebhookNotifier
+from monitor.service import Monitor
+from monitor.snapshot import ActiveAlert
+from monitor.sources import MemorySource
+from tests.monitor.test_service import T0, drifting_log
+
+
+class Receiver:
+    """A webhook receiver whose answers the test controls: ``hold`` (answer once released),
+    ``trickle`` (one byte of the answer every 1.5 s) or ``ok``."""
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+        self.bodies: list[dict[str, Any]] = []
+        self.arrived = threading.Semaphore(0)
+        self.release = threading.Event()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                receiver.bodies.append(json.loads(self.rfile.read(length)))
+                receiver.arrived.release()
+                answer = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+                if receiver.mode == "hold":
+                    receiver.release.wait(60)
+                if receiver.mode == "trickle":
+                    for byte in answer:
+                        if receiver.release.wait(1.5):
+                            return
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                else:
+                    self.wfile.write(answer)
+                self.close_connection = True
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.release.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def receiver(request: pytest.FixtureRequest) -> Iterator[Receiver]:
+    r = Receiver(request.param)
+    yield r
+    r.close()
+
+
+def _monitor(frame: Any, url: str, *, timeout: float) -> tuple[Monitor, FakeClock]:
+    settings = settings_from_dict(
+        {
+            "models": [
+                {
+                    "name": "tox",
+                    "source": {"kind": "memory", "name": "tox"},
+                    "columns": {"id": "id", "timestamp": "ts", "score": "score", "label": "label"},
+                    "groups": [{"attribute": "identity", "kind": "indicator", "columns": ["g"]}],
+                    "windows": [{"name": "1h", "length": "1h"}],
+                    "interval": "10m",
+                    "min_samples": 50,
+                    "metrics": ["bpsn_auc", "negative_aeg", "statistical_parity_difference"],
+                }
+            ]
+        }
+    )
+    clock = FakeClock(T0 + timedelta(hours=5))
+    monitor = Monitor(
+        build_evaluators(settings, memory_sources={"tox": MemorySource(frame, timestamp_column="ts")}),
+        tracker=AlertTracker(for_=timedelta(0), keep_firing_for=timedelta(0)),
+        notifiers=[WebhookNotifier(url, timeout_seconds=timeout)],
+        clock=clock,
+    )
+    return monitor, clock
+
+
+def _remove_bias(frame: Any) -> None:
+    frame.loc[:, "score"] = 1 / (1 + np.exp(-(-1.5 + 3 * frame["label"])))
+
+
+def _evaluate(monitor: Monitor) -> float:
+    """Run one evaluation in a thread; its duration, failing the test if it does not return."""
+    t0 = time.monotonic()
+    job = threading.Thread(target=monitor.run_model, args=["tox"], daemon=True)
+    job.start()
+    job.join(timeout=30)
+    assert not job.is_alive(), "the evaluation waited for the alert receiver"
+    return time.monotonic() - t0
+
+
+@pytest.mark.parametrize("receiver", ["trickle"], indirect=True)
+def test_a_trickling_receiver_is_cut_off_at_the_timeout(receiver: Receiver) -> None:
+    """urllib's timeout bounds each read: a byte every 1.5 s would keep an attempt going for
+    a minute and a half. The attempt's deadline bounds the whole of it."""
+    notifier = WebhookNotifier(receiver.url, timeout_seconds=2)
+    t0 = time.monotonic()
+    with pytest.raises(AlertDeliveryError, match="no complete answer within 2 s"):
+        notifier.send([_alert()], [], T0)
+    assert time.monotonic() - t0 < 10
+
+
+@pytest.mark.parametrize("receiver", ["hold"], indirect=True)
+def test_evaluations_never_wait_for_a_hanging_receiver(receiver: Receiver) -> None:
+    frame = drifting_log()
+    monitor, clock = _monitor(frame, receiver.url, timeout=60)
+    try:
+        _evaluate(monitor)  # an alert fires: its push hangs in the receiver
+        assert receiver.arrived.acquire(timeout=10)
+        for _ in range(4):  # four more evaluations while the receiver holds the first push
+            clock.advance(timedelta(minutes=10))
+            _evaluate(monitor)
+        _remove_bias(frame)
+        clock.advance(timedelta(minutes=10))
+        _evaluate(monitor)  # the alert resolves while the receiver still hangs
+        snapshot = monitor.snapshot()
+        assert snapshot.models["tox"].evaluations_total == 6 and not snapshot.alerts
+        assert len(receiver.bodies) == 1
+        assert monitor.delivery.stats()["webhook"].queued >= 1  # the resolve waits in the outbox
+
+        receiver.mode = "ok"
+        receiver.release.set()
+        assert monitor.delivery.flush(timeout=30)
+        # the five held-back states were coalesced into one attempt carrying the latest: the resolve
+        assert len(receiver.bodies) == 2
+        latest = receiver.bodies[-1]
+        assert latest["status"] == "resolved"
+        assert {a["status"] for a in latest["alerts"]} == {"resolved"}
+        assert {a["labels"]["group"] for a in latest["alerts"]} == {"g"}
+        stats = monitor.delivery.stats()["webhook"]
+        assert (stats.failures, stats.dropped, stats.queued) == (0, 0, 0)
+    finally:
+        receiver.release.set()
+        monitor.close(timeout=5)
+
+
+@pytest.mark.parametrize("receiver", ["hold"], indirect=True)
+def test_a_resolve_outlives_a_receiver_that_times_out(receiver: Receiver) -> None:
+    frame = drifting_log()
+    monitor, clock = _monitor(frame, receiver.url, timeout=1)
+    try:
+        _evaluate(monitor)
+        assert monitor.delivery.flush(timeout=30)
+        _remove_bias(frame)
+        clock.advance(timedelta(minutes=10))
+        _evaluate(monitor)  # resolved; the attempt times out
+        assert monitor.delivery.flush(timeout=30)
+        stats = monitor.delivery.stats()["webhook"]
+        fired = {a["labels"]["metric"] for a in receiver.bodies[0]["alerts"]}
+        assert stats.failures == 2 and stats.queued == len(fired)  # the resolves are kept
+        assert monitor.snapshot().alert_sinks["webhook"].failures == 2  # and exported
+
+        receiver.mode = "ok"
+        receiver.release.set()
+        clock.advance(timedelta(minutes=10))
+        _evaluate(monitor)  # nothing new: the owed resolve is retried with this evaluation
+        assert monitor.delivery.flush(timeout=30)
+        assert receiver.bodies[-1]["status"] == "resolved"
+        assert {a["labels"]["metric"] for a in receiver.bodies[-1]["alerts"]} == fired
+        assert monitor.delivery.stats()["webhook"].queued == 0
+    finally:
+        receiver.release.set()
+        monitor.close(timeout=5)
+
+
+@pytest.mark.parametrize("receiver", ["hold"], indirect=True)
+def test_stopping_is_bounded_by_the_delivery_timeout(receiver: Receiver) -> None:
+    monitor, _ = _monitor(drifting_log(), receiver.url, timeout=2)
+    _evaluate(monitor)
+    assert receiver.arrived.acquire(timeout=10)
+    t0 = time.monotonic()
+    monitor.close(timeout=3)
+    assert time.monotonic() - t0 < 5
+
+
+def test_a_full_outbox_drops_the_oldest_resolves_and_counts_them() -> None:
+    sink = RecordingNotifier(failing=True)
+    delivery = AlertDelivery([sink], max_pending=3)
+    try:
+        resolved = [_alert(group=f"g{i}") for i in range(5)]
+        delivery.submit("tox", [], resolved, T0)
+        assert delivery.flush(timeout=10)
+        stats = delivery.stats()["recording"]
+        assert (stats.dropped, stats.queued, stats.failures) == (2, 3, 1)
+        sink.failing = False
+        delivery.submit("tox", [], [], T0)
+        assert delivery.flush(timeout=10)
+        assert [a.labels["group"] for a in sink.calls[-1].resolved] == ["g2", "g3", "g4"]
+    finally:
+        delivery.stop(timeout=5)
+
+
+def _alert(group: str = "g") -> ActiveAlert:
+    labels = {"alertname": "FairnessMetricOutOfRange", "model": "tox", "group": group, "metric": "m"}
+    return ActiveAlert(labels, {"summary": "s"}, "firing", T0, T0, 0.5)
