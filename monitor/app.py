@@ -34,7 +34,7 @@ from monitor.config import Settings
 from monitor.errors import FairwatchError
 from monitor.evaluation import build_evaluators
 from monitor.exporter import SnapshotCollector
-from monitor.http import ServerHandle, make_app, serve
+from monitor.http import MetricsEndpoint, ServerHandle, make_app, serve
 from monitor.notifiers import Notifier, build_notifiers
 from monitor.service import Monitor
 from monitor.snapshot import Snapshot
@@ -50,6 +50,7 @@ class App:
     settings: Settings
     monitor: Monitor
     registry: CollectorRegistry
+    collector: SnapshotCollector
     scheduler: BackgroundScheduler
     clock: Clock
     server: ServerHandle | None = None
@@ -58,10 +59,13 @@ class App:
     def start(self, *, serve_http: bool = True) -> None:
         """Serve HTTP, then schedule every model (the first run of each starts at once)."""
         if serve_http:
+            metrics = MetricsEndpoint(self.collector, self.monitor.snapshot, registry=self.registry)
+            self.monitor.subscribe(metrics.publish)  # rendered when published, not when scraped
             wsgi = make_app(
                 registry=self.registry,
                 get_snapshot=self.monitor.snapshot,
                 ready=self._ready.is_set,
+                metrics=metrics,
                 plans=self._plans,
             )
             self.server = serve(wsgi, self.settings.server.host, self.settings.server.port)
@@ -184,7 +188,8 @@ def build_app(
     monitor = Monitor(evaluators, tracker=tracker, notifiers=notifiers, clock=clock)
     # the collector describes nothing up front, so /metrics?name[]= filters need this flag
     registry = CollectorRegistry(auto_describe=False, support_collectors_without_names=True)
-    registry.register(SnapshotCollector(monitor.snapshot, version=__version__))
+    collector = SnapshotCollector(monitor.snapshot, version=__version__)
+    registry.register(collector)
     scheduler = BackgroundScheduler(
         executors={"default": ThreadPoolExecutor(max_workers=max(2, min(8, len(settings.models))))},
         timezone=UTC,
@@ -201,4 +206,4 @@ def build_app(
             log.warning("job %s missed its run time", event.job_id)
 
     scheduler.add_listener(on_job_event, EVENT_JOB_ERROR | EVENT_JOB_MISSED | EVENT_JOB_MAX_INSTANCES)
-    return App(settings, monitor, registry, scheduler, clock)
+    return App(settings, monitor, registry, collector, scheduler, clock)

@@ -16,8 +16,10 @@ Families (all prefixed ``fairwatch_``):
 - group and window sizes, label coverage, dropped groups and rows without a group;
 - ``alerts`` (as Prometheus' ``ALERTS``) and the service's self-metrics.
 
-Building ~10,000 samples takes milliseconds, so the families are built once per snapshot
-and reused by every scrape of that same (immutable) snapshot.
+The families computed by evaluations (values, companions, sizes, alerts: ~10,000 series for a
+large model) are built once per evaluation and reused until an evaluation or the alerts change;
+the service's own few families are built at every collect. :mod:`monitor.http.metrics` renders
+the text the same way, once per published snapshot.
 """
 
 from __future__ import annotations
@@ -34,9 +36,15 @@ from prometheus_client.core import (
 
 from metrics_core import REGISTRY, STATES, MetricValue, ModelValue
 from monitor.results import ModelEvaluation, WindowResult
-from monitor.snapshot import ModelStatus, SinkStats, Snapshot
+from monitor.snapshot import ActiveAlert, ModelStatus, SinkStats, Snapshot
 
-__all__ = ["FAMILY_PREFIX", "STATE_CODES", "SnapshotCollector", "build_families"]
+__all__ = [
+    "FAMILY_PREFIX",
+    "STATE_CODES",
+    "SnapshotCollector",
+    "build_families",
+    "evaluation_families",
+]
 
 #: The start of every exported metric family name (``fairwatch_disparate_impact``, ...).
 FAMILY_PREFIX = "fairwatch_"
@@ -78,41 +86,64 @@ class SnapshotCollector:
     before the service has a snapshot. (``/metrics?name[]=...`` filtering then needs a
     registry built with ``support_collectors_without_names=True``.)
 
-    The families of the last snapshot seen are kept and yielded again while it is
-    current; they are never mutated after being built, so concurrent scrapes may share
-    them.
+    The evaluation families are kept and yielded again while the evaluations and alerts
+    stay the same; they are never mutated after being built, so concurrent scrapes may
+    share them.
     """
 
     def __init__(self, get_snapshot: Callable[[], Snapshot], *, version: str) -> None:
         self._get_snapshot = get_snapshot
         self._version = version
-        # (snapshot, families): one tuple so a reader never pairs one snapshot with
-        # another's families. The snapshot itself is the key: an id() could be reused.
-        self._cache: tuple[Snapshot, tuple[Metric, ...]] | None = None
+        # (key, families): one tuple so a reader never pairs one state with another's families.
+        self._cache: tuple[_EvaluationKey, tuple[Metric, ...]] | None = None
 
     def describe(self) -> list[Metric]:
         return []
 
     def collect(self) -> Iterator[Metric]:
         snapshot = self._get_snapshot()  # once per scrape: every family from one state
+        yield from self.evaluation_families(snapshot)
+        yield from self.service_families(snapshot)
+
+    def evaluation_families(self, snapshot: Snapshot) -> tuple[Metric, ...]:
+        """The fairness values, sizes and alerts: rebuilt only when an evaluation or the alerts
+        changed, not when only the service's counters did."""
+        key = _evaluation_key(snapshot)
         cache = self._cache
-        if cache is None or cache[0] is not snapshot:
-            cache = (snapshot, tuple(build_families(snapshot, version=self._version)))
+        if cache is None or not _same_key(cache[0], key):
+            cache = (key, tuple(evaluation_families(snapshot)))
             self._cache = cache
-        yield from cache[1]
+        return cache[1]
+
+    def service_families(self, snapshot: Snapshot) -> list[Metric]:
+        """The service's own metrics (counters, timestamps, source_up): a few series per model."""
+        return _self_metrics(snapshot, self._version)
+
+
+# The evaluations (by identity: they are immutable and replaced, never mutated) and the alerts.
+_EvaluationKey = tuple[tuple[ModelEvaluation | None, ...], tuple[ActiveAlert, ...]]
+
+
+def _evaluation_key(snapshot: Snapshot) -> _EvaluationKey:
+    return tuple(s.last_evaluation for s in snapshot.models.values()), snapshot.alerts
+
+
+def _same_key(a: _EvaluationKey, b: _EvaluationKey) -> bool:
+    return len(a[0]) == len(b[0]) and all(x is y for x, y in zip(a[0], b[0], strict=True)) and a[1] == b[1]
 
 
 def build_families(snapshot: Snapshot, *, version: str) -> list[Metric]:
     """Every family exported for ``snapshot``, in a stable order."""
+    return [*evaluation_families(snapshot), *_self_metrics(snapshot, version)]
+
+
+def evaluation_families(snapshot: Snapshot) -> list[Metric]:
+    """The families computed by evaluations: values, companions, sizes, alerts."""
     values = _Families()
     for status in snapshot.models.values():
         if status.last_evaluation is not None:  # kept after a failed evaluation
             _add_evaluation(values, status.name, status.last_evaluation)
-    return [
-        *values.families(),
-        _alerts(snapshot),
-        *_self_metrics(snapshot, version),
-    ]
+    return [*values.families(), _alerts(snapshot)]
 
 
 class _Families:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import logging
 import threading
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from types import MappingProxyType
 
@@ -42,6 +43,7 @@ class Monitor:
         self.tracker = tracker
         self.clock = clock
         self._lock = threading.Lock()  # two models' jobs may finish at once: one snapshot writer
+        self._subscribers: list[Callable[[Snapshot], None]] = []
         self._alerts: dict[str, tuple[ActiveAlert, ...]] = {}
         # sinks are fed through outboxes: an evaluation never waits for a receiver
         self.delivery = AlertDelivery(notifiers, on_change=self._publish_delivery_stats)
@@ -54,6 +56,23 @@ class Monitor:
             ),
             created_at=clock.now(),
         )
+
+    def subscribe(self, callback: Callable[[Snapshot], None]) -> None:
+        """Call ``callback(snapshot)`` after every swap (from the thread that swapped it)."""
+        self._subscribers.append(callback)
+
+    @contextmanager
+    def _publishing(self) -> Iterator[None]:
+        """Hold the writer lock to change the snapshot, then hand it to the subscribers - outside
+        the lock, since a subscriber may take a while (``/metrics`` renders it)."""
+        with self._lock:
+            yield
+            snapshot = self._snapshot
+        for callback in self._subscribers:
+            try:
+                callback(snapshot)
+            except Exception:
+                log.exception("publishing the snapshot failed")
 
     def snapshot(self) -> Snapshot:
         """The current snapshot: one reference read, consistent however it is used."""
@@ -71,7 +90,7 @@ class Monitor:
         update = self.tracker.update(evaluation, now)
         _log_transitions(update)
         self.delivery.submit(name, update.firing, update.resolved, now)
-        with self._lock:
+        with self._publishing():
             old = self._snapshot.models[name]
             rejected = Counter(dict(old.rows_rejected_total))
             rejected.update(evaluation.rejected)
@@ -95,12 +114,12 @@ class Monitor:
 
     def record_job_error(self) -> None:
         """A scheduler-level failure (missed run, crashed job) - APScheduler only logs these."""
-        with self._lock:
+        with self._publishing():
             self._snapshot = replace(self._snapshot, job_errors_total=self._snapshot.job_errors_total + 1)
 
     def _record_failure(self, name: str, exc: Exception) -> None:
         message = f"{type(exc).__name__}: {exc}"
-        with self._lock:
+        with self._publishing():
             old = self._snapshot.models[name]
             if message != old.last_error:  # log a cause once, not every tick
                 if isinstance(exc, SourceError):
@@ -118,7 +137,7 @@ class Monitor:
             self._swap({name: status})
 
     def _publish_delivery_stats(self) -> None:
-        with self._lock:
+        with self._publishing():
             self._snapshot = replace(
                 self._snapshot, alert_sinks=MappingProxyType(dict(self.delivery.stats()))
             )

@@ -2,8 +2,8 @@
 
 Routes (GET and HEAD; other methods get 405, unknown paths 404):
 
-- ``/metrics``: prometheus_client's own WSGI app (text or OpenMetrics by ``Accept``,
-  gzip by ``Accept-Encoding``), with the rendered bytes cached per snapshot;
+- ``/metrics``: text or OpenMetrics by ``Accept``, gzip by ``Accept-Encoding``, rendered once
+  per snapshot when the monitor publishes it (:class:`MetricsEndpoint`);
 - ``/healthz``: the process is alive; ``/readyz``: 200 once ``ready()``, else 503;
 - ``/api/v1/results``: the latest snapshot as JSON, optionally filtered;
 - ``/api/v1/power``: how many rows and days each alert needs to detect a departure, from the
@@ -15,7 +15,16 @@ computed once per snapshot).
 """
 
 from monitor.http.app import make_app
+from monitor.http.metrics import MetricsEndpoint
 from monitor.http.server import ServerHandle, serve
 from monitor.http.views import landing_page, redact, results_data
 
-__all__ = ["ServerHandle", "landing_page", "make_app", "redact", "results_data", "serve"]
+__all__ = [
+    "MetricsEndpoint",
+    "ServerHandle",
+    "landing_page",
+    "make_app",
+    "redact",
+    "results_data",
+    "serve",
+]

@@ -1,4 +1,4 @@
-"""The fairwatch WSGI application: routes, and ``/metrics`` rendered once per snapshot."""
+"""The fairwatch WSGI application: routes; ``/api/v1/power`` computed once per snapshot."""
 
 from __future__ import annotations
 
@@ -36,25 +36,22 @@ def make_app(
     registry: CollectorRegistry,
     get_snapshot: Callable[[], Snapshot],
     ready: Callable[[], bool],
-    cache_metrics: bool = True,
+    metrics: WSGIApplication | None = None,
     plans: Callable[[Snapshot], object] | None = None,
 ) -> WSGIApplication:
     """The fairwatch WSGI application.
 
-    With ``cache_metrics`` (the default) ``/metrics`` answers a repeated scrape of the same
-    snapshot with the bytes rendered for the first one: prometheus_client needs ~10 ms
-    per 1,000 samples to render text. This assumes everything in ``registry`` derives
-    from the snapshot, as with a registry holding only the
-    :class:`~monitor.exporter.SnapshotCollector`; pass ``False`` when it also holds live
-    collectors (process or platform metrics).
+    ``metrics`` serves ``/metrics``: the service passes a
+    :class:`~monitor.http.metrics.MetricsEndpoint`, which renders each snapshot once when it is
+    published. Without it, prometheus_client renders ``registry`` at every scrape (right for a
+    registry that also holds live collectors, such as process metrics).
 
     ``plans`` turns a snapshot into the JSON-ready power plans ``/api/v1/power`` serves
     (:mod:`monitor.planning`); computed on the first request after each evaluation and
     cached with the snapshot, as ``/metrics`` is.
     """
-    metrics: WSGIApplication = make_wsgi_app(registry)
-    if cache_metrics:
-        metrics = _SnapshotCachedApp(metrics, get_snapshot)
+    if metrics is None:
+        metrics = make_wsgi_app(registry)
 
     def healthz(environ: WSGIEnvironment, start_response: StartResponse) -> Body:
         return _respond(start_response, "200 OK", b"ok\n", _TEXT)

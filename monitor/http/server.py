@@ -1,11 +1,21 @@
-"""A small threaded WSGI server, run from a background thread, for the fairwatch app."""
+"""A small WSGI server with a bounded pool of worker threads, run from a background thread.
+
+Connections are accepted into a listen backlog of :data:`LISTEN_BACKLOG` (socketserver's default
+of 5 overflows under a few dozen concurrent scrapers: the kernel drops SYNs and clients retry
+after 1, 3, 7 s) and handed to :data:`WORKERS` threads through a queue of
+:data:`MAX_QUEUED` connections. When that queue is full the server answers ``503`` at once
+rather than queueing without bound, and every connection has a socket timeout of
+:data:`CONNECTION_TIMEOUT` seconds, so a client that stops reading or writing frees its worker.
+"""
 
 from __future__ import annotations
 
 import logging
+import math
+import queue
 import socket
 import threading
-from socketserver import ThreadingMixIn
+import time
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 from wsgiref.types import WSGIApplication
@@ -17,11 +27,80 @@ __all__ = ["ServerHandle", "serve"]
 logger = logging.getLogger("monitor.http")
 
 
-class _ThreadingWSGIServer(ThreadingMixIn, WSGIServer):
-    """A thread per request, as prometheus_client's server."""
+#: Pending connections the kernel keeps (capped by ``net.core.somaxconn``).
+LISTEN_BACKLOG = 1024
+#: Threads serving requests.
+WORKERS = 32
+#: Accepted connections waiting for a worker; beyond this the server answers 503.
+MAX_QUEUED = 512
+#: Seconds a connection may sit idle in a read or write before it is closed.
+CONNECTION_TIMEOUT = 10.0
 
-    daemon_threads = True  # a slow client never blocks shutdown
+_BUSY = (
+    b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
+    b"Retry-After: 1\r\nContent-Length: 5\r\nConnection: close\r\n\r\nbusy\n"
+)
+
+
+class _PooledWSGIServer(WSGIServer):
+    """Requests served by a fixed pool of threads (not one new thread each, without bound)."""
+
+    request_queue_size = LISTEN_BACKLOG
     allow_reuse_address = True
+
+    workers = WORKERS
+    max_queued = MAX_QUEUED
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._pending: queue.Queue[tuple[Any, Any] | None] = queue.Queue(self.max_queued)
+        self.rejected = 0  # connections answered 503 because every worker was busy
+        self._last_busy_log = -math.inf
+        super().__init__(*args, **kwargs)
+        self._workers = [
+            threading.Thread(target=self._work, name=f"fairwatch-http-{i}", daemon=True)
+            for i in range(self.workers)
+        ]
+        for worker in self._workers:
+            worker.start()
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        try:
+            self._pending.put_nowait((request, client_address))
+        except queue.Full:
+            self.rejected += 1
+            now = time.monotonic()
+            if now - self._last_busy_log >= 60:  # at most a line a minute
+                self._last_busy_log = now
+                logger.warning(
+                    "HTTP server busy: %d connection(s) answered 503 so far (%d waiting for %d workers)",
+                    self.rejected,
+                    self.max_queued,
+                    self.workers,
+                )
+            try:
+                request.settimeout(1.0)
+                request.sendall(_BUSY)
+            except OSError:
+                pass
+            self.shutdown_request(request)
+
+    def _work(self) -> None:
+        while (item := self._pending.get()) is not None:
+            request, client_address = item
+            try:
+                self.finish_request(request, client_address)
+            except Exception:
+                self.handle_error(request, client_address)
+            finally:
+                self.shutdown_request(request)
+
+    def server_close(self) -> None:
+        super().server_close()
+        for _ in self._workers:
+            try:
+                self._pending.put_nowait(None)
+            except queue.Full:
+                break  # workers are daemons: they go with the process
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # Mostly clients hanging up mid-response: not worth a traceback on stderr.
@@ -29,6 +108,8 @@ class _ThreadingWSGIServer(ThreadingMixIn, WSGIServer):
 
 
 class _QuietHandler(WSGIRequestHandler):
+    timeout = CONNECTION_TIMEOUT  # StreamRequestHandler sets it on the connection
+
     def log_message(self, format: str, *args: Any) -> None:
         logger.debug("%s " + format, self.address_string(), *args)
 
@@ -62,15 +143,28 @@ class ServerHandle:
         self.shutdown()
 
 
-def serve(app: WSGIApplication, host: str, port: int) -> ServerHandle:
+def serve(
+    app: WSGIApplication,
+    host: str,
+    port: int,
+    *,
+    workers: int = WORKERS,
+    max_queued: int = MAX_QUEUED,
+    connection_timeout: float = CONNECTION_TIMEOUT,
+) -> ServerHandle:
     """Serve ``app`` on ``host:port`` from a background daemon thread (port 0: any free port)."""
     family = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
 
-    class Server(_ThreadingWSGIServer):
+    class Server(_PooledWSGIServer):
         address_family = family  # IPv6 hosts need AF_INET6
 
+    Server.workers, Server.max_queued = workers, max_queued
+
+    class Handler(_QuietHandler):
+        timeout = connection_timeout
+
     try:
-        server = make_server(host, port, app, server_class=Server, handler_class=_QuietHandler)
+        server = make_server(host, port, app, server_class=Server, handler_class=Handler)
     except OSError as exc:
         raise ConfigError(f"server: cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
     # shutdown() waits for the next poll: 0.1 s keeps stopping quick at ten wake-ups a second.

@@ -410,7 +410,7 @@ def test_registration_does_not_collect() -> None:
     CollectorRegistry().register(collector)
 
 
-def test_snapshot_read_once_per_scrape_and_families_reused() -> None:
+def test_snapshot_read_once_per_scrape_and_evaluation_families_reused() -> None:
     snapshot = rich_snapshot()
     calls = []
 
@@ -422,11 +422,20 @@ def test_snapshot_read_once_per_scrape_and_families_reused() -> None:
     first = list(collector.collect())
     second = list(collector.collect())
     assert len(calls) == 2
-    assert all(a is b for a, b in zip(first, second, strict=True))
+    evaluation = len(collector.evaluation_families(snapshot))
+    assert 0 < evaluation < len(first)
+    assert all(a is b for a, b in zip(first[:evaluation], second[:evaluation], strict=True))
 
-    snapshot = rich_snapshot()  # an equal but new snapshot is rebuilt: identity, not equality
+    # only the service's counters changed: the evaluation families are reused, the counters are new
+    snapshot = replace(snapshot, job_errors_total=snapshot.job_errors_total + 1)
     third = list(collector.collect())
-    assert third[0] is not first[0]
+    assert all(a is b for a, b in zip(first[:evaluation], third[:evaluation], strict=True))
+    (job_errors,) = [f for f in third if f.name == "fairwatch_job_errors"]
+    assert job_errors.samples[0].value == 3
+
+    snapshot = rich_snapshot()  # an equal but new evaluation is rebuilt: identity, not equality
+    fourth = list(collector.collect())
+    assert fourth[0] is not first[0]
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families 
 from prometheus_client.parser import text_string_to_metric_families as parse_text
 
 from monitor.exporter import SnapshotCollector
-from monitor.http import ServerHandle, make_app, redact, serve
+from monitor.http import MetricsEndpoint, ServerHandle, make_app, redact, serve
 from monitor.snapshot import Snapshot
 from tests.monitor.test_exporter import (
     T0,
@@ -70,12 +70,12 @@ class Service:
 
 def _start(snapshot: Snapshot, *, cache_metrics: bool = True) -> Service:
     service = Service(server=None, snapshot=snapshot)  # type: ignore[arg-type]
-    service.registry.register(SnapshotCollector(lambda: service.snapshot, version="1.2.3"))
+    collector = SnapshotCollector(lambda: service.snapshot, version="1.2.3")
+    service.registry.register(collector)
+    get_snapshot = lambda: service.snapshot  # noqa: E731
+    metrics = MetricsEndpoint(collector, get_snapshot, registry=service.registry) if cache_metrics else None
     app = make_app(
-        registry=service.registry,
-        get_snapshot=lambda: service.snapshot,
-        ready=lambda: service.ready,
-        cache_metrics=cache_metrics,
+        registry=service.registry, get_snapshot=get_snapshot, ready=lambda: service.ready, metrics=metrics
     )
     service.server = serve(app, "127.0.0.1", 0)
     return service
@@ -177,6 +177,114 @@ def test_metrics_name_filter_passes_through(service: Service) -> None:
     body = service.get("/metrics?name[]=fairwatch_source_up").body.decode()
     assert "fairwatch_source_up{" in body
     assert "fairwatch_disparate_impact" not in body
+
+
+class _CountingCollector(SnapshotCollector):
+    """Counts renders: the endpoint asks for the service's families once per body it renders."""
+
+    renders = 0
+
+    def service_families(self, snapshot: Snapshot) -> list[Any]:
+        self.renders += 1
+        return super().service_families(snapshot)
+
+
+def _endpoint(current: list[Snapshot]) -> tuple[MetricsEndpoint, _CountingCollector, CollectorRegistry]:
+    registry = _registry()
+    collector = _CountingCollector(lambda: current[0], version="1.2.3")
+    registry.register(collector)
+    return MetricsEndpoint(collector, lambda: current[0], registry=registry), collector, registry
+
+
+def _call(endpoint: MetricsEndpoint, **environ: str) -> tuple[dict[str, str], bytes]:
+    captured: dict[str, str] = {}
+
+    def start_response(status: str, headers: list[tuple[str, str]]) -> None:
+        captured.update(headers, status=status)
+
+    body = b"".join(endpoint({"REQUEST_METHOD": "GET", **environ}, start_response))  # type: ignore[arg-type]
+    return captured, body
+
+
+OPENMETRICS = {"HTTP_ACCEPT": "application/openmetrics-text;version=1.0.0"}
+
+
+def test_published_snapshots_are_rendered_at_publish_not_at_scrape() -> None:
+    from prometheus_client import generate_latest
+    from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
+
+    current = [rich_snapshot()]
+    endpoint, collector, registry = _endpoint(current)
+    variants = [
+        {},
+        {"HTTP_ACCEPT_ENCODING": "gzip"},
+        OPENMETRICS,
+        {**OPENMETRICS, "HTTP_ACCEPT_ENCODING": "gzip"},
+    ]
+    for environ in variants:  # the first scrapes of each kind render (nothing was published yet)
+        _call(endpoint, **environ)
+    assert collector.renders == 4
+
+    current[0] = rich_snapshot(groups=[v for v in rich_values() if v.group != "white"], alerts=())
+    endpoint.publish(current[0])
+    assert collector.renders == 8  # every kind asked for so far, rendered once each
+    answers = [_call(endpoint, **environ) for environ in variants]
+    assert collector.renders == 8  # no scrape rendered
+
+    # the bytes are prometheus_client's own rendering of the same snapshot
+    (plain_headers, plain), (zipped_headers, zipped), (om_headers, om), (_, om_zipped) = answers
+    assert plain == generate_latest(registry) and b'group="white"' not in plain
+    assert om == generate_openmetrics(registry)
+    assert gzip.decompress(zipped) == plain and gzip.decompress(om_zipped) == om
+    assert zipped_headers["Content-Encoding"] == "gzip" and "Content-Encoding" not in plain_headers
+    assert plain_headers["Content-Length"] == str(len(plain))
+    assert om_headers["Content-Type"].startswith("application/openmetrics-text")
+
+
+def test_a_publish_overtaken_by_a_newer_snapshot_renders_nothing() -> None:
+    current = [rich_snapshot()]
+    endpoint, collector, _ = _endpoint(current)
+    _call(endpoint)
+    older = current[0]
+    current[0] = rich_snapshot()
+    endpoint.publish(older)
+    assert collector.renders == 1
+
+
+def test_counters_alone_reuse_the_rendered_values() -> None:
+    current = [rich_snapshot()]
+    endpoint, _, _ = _endpoint(current)
+    _, first = _call(endpoint)
+    values_text = endpoint._evaluation_text[1]["text/plain; version=0.0.4; charset=utf-8"]
+    current[0] = replace(current[0], job_errors_total=current[0].job_errors_total + 5)
+    endpoint.publish(current[0])
+    _, second = _call(endpoint)
+    assert b"fairwatch_job_errors_total 2.0" in first and b"fairwatch_job_errors_total 7.0" in second
+    # the values' text is the very object rendered for the first snapshot, not a re-render
+    assert endpoint._evaluation_text[1]["text/plain; version=0.0.4; charset=utf-8"] is values_text
+    assert second.startswith(values_text)
+
+
+def test_concurrent_scrapes_of_a_new_snapshot_render_it_once() -> None:
+    import threading
+
+    current = [rich_snapshot()]
+    endpoint, collector, _ = _endpoint(current)
+    _call(endpoint)
+    current[0] = rich_snapshot()  # swapped, not published: the scrapes find no body
+    start = threading.Barrier(20)
+    bodies: list[bytes] = []
+
+    def scrape() -> None:
+        start.wait()
+        bodies.append(_call(endpoint)[1])
+
+    threads = [threading.Thread(target=scrape) for _ in range(20)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert collector.renders == 2 and len(set(bodies)) == 1 and len(bodies) == 20
 
 
 # --------------------------------------------------------------------------------------------------------
