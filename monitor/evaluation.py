@@ -106,6 +106,7 @@ class Evaluator:
             windows=tuple(windows),
             rows_read=len(batch.frame),
             rejected=MappingProxyType(dict(rejected)),
+            skipped_files=batch.skipped_files,
             read_seconds=t1 - t0,
             compute_seconds=t2 - t1,
         )

@@ -271,6 +271,14 @@ def _self_metrics(snapshot: Snapshot, version: str) -> list[Metric]:
             "rows_read_total", "Prediction rows read from the source.", models, "rows_read_total"
         ),
         _rows_rejected(models),
+        _last_read_rejected(models),
+        _per_model_gauge(
+            "last_read_files_skipped",
+            "Files the model's last successful evaluation skipped because they could not be parsed "
+            "(half written, corrupt); they are tried again at every evaluation.",
+            models,
+            lambda s: len(s.last_evaluation.skipped_files) if s.last_evaluation else None,
+        ),
         job_errors,
         *_sink_metrics(snapshot.alert_sinks),
         _per_model_gauge(
@@ -327,12 +335,27 @@ def _per_model_gauge(
 def _rows_rejected(models: list[ModelStatus]) -> Metric:
     family = CounterMetricFamily(
         FAMILY_PREFIX + "rows_rejected_total",
-        "Rows dropped as invalid (bad score, label or group value), by reason.",
+        "Rows dropped as invalid, by reason, counted per read like rows_read_total: every evaluation "
+        "re-reads its windows, so a bad row is counted again while it stays in a window.",
         labels=["model", "reason"],
     )
     for status in models:
         for reason, n in sorted(status.rows_rejected_total.items()):
             family.add_metric([status.name, reason], n)
+    return family
+
+
+def _last_read_rejected(models: list[ModelStatus]) -> Metric:
+    family = GaugeMetricFamily(
+        FAMILY_PREFIX + "last_read_rows_rejected",
+        "Invalid rows, by reason, among the rows the model's last successful evaluation read "
+        "(the span of its longest window): each bad row counted once.",
+        labels=["model", "reason"],
+    )
+    for status in models:
+        if status.last_evaluation is not None:
+            for reason, n in sorted(status.last_evaluation.rejected.items()):
+                family.add_metric([status.name, reason], n)
     return family
 
 

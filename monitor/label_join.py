@@ -41,7 +41,7 @@ def join_labels(batch: Batch, labels: Batch, model: ModelConfig) -> Batch:
     else:
         merged[label_name] = merged["__joined_label"]
     merged = merged.drop(columns=["__join_key", "__joined_label"])
-    return Batch(merged, batch.rejected + labels.rejected)
+    return Batch(merged, batch.rejected + labels.rejected, batch.skipped_files + labels.skipped_files)
 
 
 def _id_text(values: pd.Series) -> pd.Series:

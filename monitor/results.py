@@ -70,5 +70,6 @@ class ModelEvaluation:
     windows: tuple[WindowResult, ...]
     rows_read: int
     rejected: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    skipped_files: tuple[str, ...] = ()  # files that could not be parsed (tried again next time)
     read_seconds: float = 0.0
     compute_seconds: float = 0.0

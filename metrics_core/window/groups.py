@@ -6,14 +6,16 @@ Three kinds (``metrics.md`` section 1):
   member when the value is true or, for probabilities and annotator fractions, >= 0.5.
   Groups may overlap; the reference of each is the *background*, the window's other rows.
 - *categorical*: one column whose values are the groups; the reference is a named value
-  (the privileged group) or ``"rest"`` (the rows with another value). Missing values form
-  no group and are counted.
+  (the privileged group) or ``"rest"`` (the rows with another value). Missing values (None,
+  NaN, and empty or blank text) form no group and are counted.
 - *intersections*: tuples of values of several categorical columns (race x sex), with the
   same reference choices, pruned below a minimum size.
 
 Each builder returns an :class:`Attribute`: the membership masks to count into a
 :class:`~metrics_core.ScoreTable` and the :class:`~metrics_core.Comparison` list to
-evaluate.
+evaluate. ``max_groups`` keeps the largest groups and lists the others as dropped, chosen
+from the group sizes before any mask is made: a column with 100,000 distinct values costs
+one counting pass, not 100,000 masks.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ class Attribute:
     ``masks`` maps table keys to boolean row masks (built lazily for categorical
     attributes); ``comparisons`` are the group-vs-reference pairs to evaluate.
     ``n_missing`` counts rows with no value; ``dropped`` lists groups pruned below
-    ``min_size``.
+    ``min_size`` or beyond ``max_groups``.
     """
 
     name: str
@@ -86,8 +88,21 @@ def _key(attribute: str, group: str) -> str:
     return f"{attribute}={group}"
 
 
+def _largest(sizes: Sequence[int], max_groups: int | None) -> set[int]:
+    """Positions of the ``max_groups`` largest sizes (ties: the earlier), all if no cap."""
+    if max_groups is not None and max_groups < 1:
+        raise ValueError(f"max_groups must be at least 1, got {max_groups}")
+    order = sorted(range(len(sizes)), key=lambda i: (-sizes[i], i))
+    return set(order if max_groups is None else order[:max_groups])
+
+
 def indicator_attribute(
-    name: str, columns: Mapping[str, ArrayLike], *, threshold: float = 0.5, min_size: int = 0
+    name: str,
+    columns: Mapping[str, ArrayLike],
+    *,
+    threshold: float = 0.5,
+    min_size: int = 0,
+    max_groups: int | None = None,
 ) -> Attribute:
     """One group per column; member iff the value is >= ``threshold`` (NaN: not a member).
 
@@ -118,6 +133,10 @@ def indicator_attribute(
         key = _key(name, group)
         masks[key] = mask
         comparisons.append(Comparison(name, group, key))
+    keep = _largest([int(np.count_nonzero(masks[c.key])) for c in comparisons], max_groups)
+    dropped += [c.group for i, c in enumerate(comparisons) if i not in keep]
+    comparisons = [c for i, c in enumerate(comparisons) if i in keep]
+    masks = {c.key: masks[c.key] for c in comparisons}
     n_missing = 0 if all_missing is None else int(all_missing.sum())
     return Attribute(name, "indicator", masks, tuple(comparisons), n_missing, tuple(dropped))
 
@@ -145,8 +164,10 @@ class _CodeMasks(Mapping[str, BoolArray]):
 def _is_missing(v: object) -> bool:
     if v is None:
         return True
+    if isinstance(v, str):
+        return not v.strip()  # "" and "  " alike: a blank cell names no group
     try:
-        return bool(v != v) or v == ""  # NaN is the one value unequal to itself
+        return bool(v != v)  # NaN is the one value unequal to itself
     except (TypeError, ValueError):  # pandas.NA and friends refuse to be truth-tested: missing
         return True
 
@@ -159,7 +180,7 @@ def _missing(values: NDArray[np.generic]) -> BoolArray:
         mask = np.isnan(values)
         return mask
     if values.dtype.kind == "U":
-        mask = values == ""
+        mask = np.char.strip(values.astype(np.str_)) == ""
         return mask
     return np.frompyfunc(_is_missing, 1, 1)(values).astype(bool)  # type: ignore[no-any-return]
 
@@ -208,24 +229,26 @@ def _categorical(
     n_missing: int,
     reference: str,
     min_size: int,
+    max_groups: int | None,
 ) -> Attribute:
     sizes = np.bincount(codes[codes >= 0], minlength=len(names))
     keys = {_key(name, g): i for i, g in enumerate(names)}
-    comparisons: list[Comparison] = []
     dropped = [g for g, size in zip(names, sizes, strict=True) if size < min_size]
+    # the groups compared: big enough, not the reference, and among the max_groups largest
+    candidates = [i for i, g in enumerate(names) if sizes[i] >= min_size and g != reference]
+    keep = _largest([int(sizes[i]) for i in candidates], max_groups)
+    dropped += [names[i] for k, i in enumerate(candidates) if k not in keep]
+    compared = [names[i] for k, i in enumerate(candidates) if k in keep]
+    comparisons: list[Comparison] = []
     if reference == REST:
         universe = _key(name, "*")
         keys[universe] = -2
-        for g, size in zip(names, sizes, strict=True):
-            if size >= min_size:
-                comparisons.append(Comparison(name, g, _key(name, g), REST, None, (universe,)))
+        comparisons = [Comparison(name, g, _key(name, g), REST, None, (universe,)) for g in compared]
     else:
         ref_key = _key(name, reference)
         if ref_key not in keys:  # absent from this window: an empty reference, values NaN
             keys[ref_key] = -3
-        for g, size in zip(names, sizes, strict=True):
-            if g != reference and size >= min_size:
-                comparisons.append(Comparison(name, g, _key(name, g), reference, ref_key))
+        comparisons = [Comparison(name, g, _key(name, g), reference, ref_key) for g in compared]
     kept = {c.key for c in comparisons} | {c.reference_key for c in comparisons if c.reference_key}
     kept |= {u for c in comparisons for u in (c.universe or ())}
     masks = _CodeMasks(codes, {k: v for k, v in keys.items() if k in kept})
@@ -233,7 +256,12 @@ def _categorical(
 
 
 def categorical_attribute(
-    name: str, values: ArrayLike, *, reference: str | int | float = REST, min_size: int = 0
+    name: str,
+    values: ArrayLike,
+    *,
+    reference: str | int | float = REST,
+    min_size: int = 0,
+    max_groups: int | None = None,
 ) -> Attribute:
     """One group per distinct value, each compared with ``reference`` (a value, or ``"rest"``).
 
@@ -242,7 +270,7 @@ def categorical_attribute(
     ([('b', 'a'), ('c', 'a')], 1)
     """
     codes, names, n_missing = _factorize(values)
-    return _categorical(name, codes, names, n_missing, category_name(reference), min_size)
+    return _categorical(name, codes, names, n_missing, category_name(reference), min_size, max_groups)
 
 
 def intersection_attribute(
@@ -250,6 +278,7 @@ def intersection_attribute(
     *,
     reference: str | Sequence[str] = REST,
     min_size: int = 0,
+    max_groups: int | None = None,
     separator: str = "&",
 ) -> Attribute:
     """Groups of value tuples across categorical columns (``race&sex = Black&Female``).
@@ -285,7 +314,7 @@ def intersection_attribute(
             pieces.append(names_i[digit - 1])
         labels.append(separator.join(reversed(pieces)))
     ref = reference if isinstance(reference, str) else separator.join(category_name(r) for r in reference)
-    return _categorical(name, codes, labels, int(missing.sum()), ref, min_size)
+    return _categorical(name, codes, labels, int(missing.sum()), ref, min_size, max_groups)
 
 
 def table_for(

@@ -178,11 +178,18 @@ def _results(snapshot: Snapshot, environ: WSGIEnvironment, start_response: Start
         error = {
             "status": "error",
             "errorType": "bad_data",
-            "error": f"unknown state {sorted(unknown_states)}; states: {', '.join(STATES)}",
+            "error": f"unknown state {_some(unknown_states)}; states: {', '.join(STATES)}",
         }
         return _respond(start_response, "400 Bad Request", _dumps(error), _JSON)
     body = {"status": "success", "data": results_data(snapshot, wanted)}
     return _respond(start_response, "200 OK", _dumps(body), _JSON, [("Cache-Control", "no-store")])
+
+
+def _some(values: set[str], shown: int = 3, length: int = 40) -> str:
+    """A few of ``values``, each cut short: an error names what was wrong, it does not echo a flood."""
+    first = [repr(v if len(v) <= length else v[:length] + "...") for v in sorted(values)[:shown]]
+    more = f" and {len(values) - shown} more" if len(values) > shown else ""
+    return ", ".join(first) + more
 
 
 def _dumps(obj: object) -> bytes:

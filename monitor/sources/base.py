@@ -3,8 +3,9 @@
 A source returns every logged row whose event timestamp lies in ``[start, end)``, with
 the log's own column names, and the timestamp column converted to timezone-aware UTC
 ``datetime64``. Rows whose timestamp cannot be parsed are dropped and counted in
-``rejected`` (reason ``timestamp_invalid``), never fatal. A source that cannot be read
-at all raises :class:`~monitor.errors.SourceError`.
+``rejected`` (reason ``timestamp_invalid``), never fatal. A file that cannot be parsed
+(half written, corrupt) is skipped and named in ``skipped_files``; the next read tries it
+again. A source that cannot be read at all raises :class:`~monitor.errors.SourceError`.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ __all__ = ["Batch", "Source", "normalize_timestamps"]
 @dataclass
 class Batch:
     frame: pd.DataFrame
-    rejected: Counter[str] = field(default_factory=Counter)
+    rejected: Counter[str] = field(default_factory=Counter)  # bad rows dropped, by reason
+    skipped_files: tuple[str, ...] = ()  # files that could not be parsed this time
 
 
 class Source(Protocol):

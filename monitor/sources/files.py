@@ -11,6 +11,12 @@ The writer is live, so the reader is tolerant:
   CSV row when the file does not end with a newline yet (writers terminate every row);
 - a file that vanishes between listing and opening (rotation) is skipped, and the glob is listed
   again so that its new name is read instead; a file is read once per window even when renamed;
+- a file that cannot be parsed (a Parquet file still being written has no footer yet; a corrupt
+  or unreadable file) is skipped, named in the batch's ``skipped_files`` and logged once until it
+  reads again; the other files are read, and the next read tries it again. Only when every file
+  to read fails is the source down;
+- the scan stops with a :class:`~monitor.errors.SourceError` once it has taken longer than
+  ``source.timeout`` (checked between files);
 - an existing directory without matching files is an empty window (the model has not logged yet),
   while a missing directory is a :class:`~monitor.errors.SourceError`.
 
@@ -24,8 +30,10 @@ from __future__ import annotations
 import glob
 import io
 import json
+import logging
 import os
 import stat
+import time
 import zlib
 from collections import Counter
 from dataclasses import dataclass
@@ -42,6 +50,8 @@ from monitor.errors import ConfigError, SourceError
 from monitor.sources.base import Batch, filter_window
 
 __all__ = ["MTIME_GRACE", "FileSource", "ScanStats"]
+
+log = logging.getLogger("fairwatch")
 
 # Clock skew between the writer's host and ours, plus writes buffered before they reach the disk.
 MTIME_GRACE = timedelta(minutes=5)
@@ -68,6 +78,7 @@ class ScanStats:
     files_read: int = 0
     row_groups_total: int = 0  # Parquet row groups in the files read
     row_groups_read: int = 0  # ... of which could hold rows of the window
+    files_skipped: int = 0  # could not be parsed (half written, corrupt): tried again next read
 
 
 class FileSource:
@@ -87,7 +98,9 @@ class FileSource:
         self.format = config.format
         self.timestamp_column = timestamp_column
         self.mtime_grace = mtime_grace
+        self.timeout = config.timeout.total_seconds()
         self.last_scan = ScanStats()
+        self._unreadable: set[str] = set()  # files skipped at the last read: logged once per streak
 
     def describe(self) -> str:
         return f"files {self.pattern}"
@@ -99,23 +112,45 @@ class FileSource:
         directory = _static_directory(self.pattern)
         if not directory.is_dir():
             raise SourceError(f"cannot read {self.describe()}: directory {str(directory)!r} does not exist")
-        stats, rejected = ScanStats(), Counter[str]()
-        frames = self._read_files(start, end, stats, rejected)
+        stats, rejected, skipped = ScanStats(), Counter[str](), dict[str, str]()
+        frames = self._read_files(start, end, stats, rejected, skipped)
         self.last_scan = stats
+        self._report_unreadable(skipped)
+        if skipped and not stats.files_read:
+            first = next(iter(skipped.items()))
+            raise SourceError(
+                f"cannot read {self.describe()}: none of its {len(skipped)} file(s) could be read, "
+                f"e.g. {first[0]!r}: {first[1]}"
+            )
         frame = _concat(frames)
         if self.timestamp_column is None:
-            return Batch(frame, rejected)
+            return Batch(frame, rejected, tuple(skipped))
         if frame.empty and self.timestamp_column not in frame.columns:
             # Nothing logged yet (or only torn lines): an empty window, not a missing column.
             frame[self.timestamp_column] = pd.Series([], dtype="datetime64[ns, UTC]")
         batch = filter_window(frame, self.timestamp_column, start, end)
         batch.rejected.update(rejected)
+        batch.skipped_files = tuple(skipped)
         return batch
 
+    def _report_unreadable(self, skipped: dict[str, str]) -> None:
+        """One log line when a file starts failing to parse, one when it reads again."""
+        for path in sorted(skipped.keys() - self._unreadable):
+            log.warning("%s: skipping %r until it can be read: %s", self.describe(), path, skipped[path])
+        for path in sorted(self._unreadable - skipped.keys()):
+            log.info("%s: %r can be read again", self.describe(), path)
+        self._unreadable = set(skipped)
+
     def _read_files(
-        self, start: datetime, end: datetime, stats: ScanStats, rejected: Counter[str]
+        self,
+        start: datetime,
+        end: datetime,
+        stats: ScanStats,
+        rejected: Counter[str],
+        skipped: dict[str, str],
     ) -> list[pd.DataFrame]:
         """Read every matching file once; list again when rotation renamed some under us."""
+        deadline = time.monotonic() + self.timeout
         frames: list[pd.DataFrame] = []
         done_paths: set[str] = set()
         seen_files: set[tuple[int, int]] = set()  # (device, inode): a renamed file is the same file
@@ -139,8 +174,17 @@ class FileSource:
                 if self.timestamp_column is not None and info.st_mtime < oldest_mtime:
                     stats.files_pruned += 1
                     continue
+                if time.monotonic() > deadline:
+                    raise SourceError(
+                        f"cannot read {self.describe()}: the scan took longer than source.timeout "
+                        f"({self.timeout:g} s) after {stats.files_read} file(s)"
+                    )
                 try:
                     frames.append(self._read_file(path, start, end, stats, rejected))
+                except _Unreadable as exc:
+                    skipped[path] = str(exc.__cause__ or exc)[:300]
+                    stats.files_skipped += 1
+                    continue
                 except FileNotFoundError:
                     seen_files.discard((info.st_dev, info.st_ino))  # read it under its new name
                     stats.files_matched -= 1
@@ -169,7 +213,7 @@ class FileSource:
         except FileNotFoundError:
             raise
         except (OSError, zlib.error, pa.ArrowException, ValueError, pd.errors.ParserError) as exc:
-            raise SourceError(f"cannot read {path!r} of {self.describe()}: {exc}") from exc
+            raise _Unreadable(path) from exc
 
     def _format_of(self, path: str) -> tuple[str, bool]:
         """``(format, gzip-compressed)`` from the config, else from the file name."""
@@ -185,6 +229,10 @@ class FileSource:
         if fmt == "parquet" and compressed:
             raise SourceError(f"{path!r}: gzip over Parquet is not supported (Parquet compresses itself)")
         return fmt, compressed
+
+
+class _Unreadable(Exception):
+    """A file that could not be parsed this time; the cause says why."""
 
 
 def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:

@@ -32,6 +32,40 @@ def test_pandas_na_is_missing() -> None:
     assert mc.categorical_attribute("x", values).n_missing == 1
 
 
+@pytest.mark.parametrize("dtype", [object, str])
+def test_empty_and_blank_text_are_both_missing(dtype: type) -> None:
+    values = np.array(["a", "", "  ", "\t", "b", "a"], dtype=dtype)
+    attr = mc.categorical_attribute("x", values)
+    assert attr.groups == ["a", "b"] and attr.n_missing == 3
+    inter = mc.intersection_attribute({"x": values, "y": ["f"] * 6})
+    assert inter.groups == ["a&f", "b&f"] and inter.n_missing == 3
+
+
+def test_max_groups_keeps_the_largest_and_drops_the_rest_before_any_mask() -> None:
+    values = np.array(["c"] * 5 + ["a"] * 3 + ["b"] * 3 + ["d"] * 1 + ["ref"] * 4, dtype=object)
+    attr = mc.categorical_attribute("x", values, reference="ref", max_groups=2)
+    assert attr.groups == ["a", "c"]  # the two largest, b tied with a but later; in name order
+    assert sorted(attr.dropped) == ["b", "d"]
+    assert sorted(attr.masks) == ["x=a", "x=c", "x=ref"]  # no mask for a dropped group
+    rest = mc.categorical_attribute("x", values, max_groups=3, min_size=4)
+    assert rest.groups == ["c", "ref"] and sorted(rest.dropped) == ["a", "b", "d"]
+    indicator = mc.indicator_attribute(
+        "identity", {"m": [1, 0, 0, 0], "f": [1, 1, 1, 0], "o": [1, 1, 0, 0]}, max_groups=2
+    )
+    assert indicator.groups == ["f", "o"] and indicator.dropped == ("m",)
+    assert sorted(indicator.masks) == ["identity=f", "identity=o"]
+    with pytest.raises(ValueError, match="max_groups"):
+        mc.categorical_attribute("x", values, max_groups=0)
+
+
+def test_a_hundred_thousand_distinct_values_are_capped_in_one_pass() -> None:
+    values = np.array([f"user-{i}" for i in range(100_000)] + ["big"] * 50, dtype=object)
+    attr = mc.categorical_attribute("x", values, max_groups=200)
+    assert len(attr.comparisons) == 200 and len(attr.dropped) == 100_001 - 200
+    assert attr.groups[0] == "big"  # the largest group is kept; the others tie at one row
+    assert len(attr.masks) == 201  # 200 groups and the "rest" universe, nothing else
+
+
 def test_public_ranking_functions_binarise_membership_at_one_half() -> None:
     rng = np.random.default_rng(0)
     score = rng.random(500)

@@ -93,7 +93,12 @@ def window_result(
 
 def model_evaluation(model: str, *windows: WindowResult, at: datetime = T0) -> ModelEvaluation:
     return ModelEvaluation(
-        model=model, evaluated_at=at, duration_seconds=0.25, windows=windows, rows_read=10_000
+        model=model,
+        evaluated_at=at,
+        duration_seconds=0.25,
+        windows=windows,
+        rows_read=10_000,
+        rejected=MappingProxyType({"score_invalid": 1}),
     )
 
 
@@ -325,6 +330,9 @@ def test_self_metrics() -> None:
     assert get("fairwatch_rows_read_total", model) == 12_345
     assert get("fairwatch_rows_rejected_total", {**model, "reason": "score_invalid"}) == 3
     assert get("fairwatch_rows_rejected_total", {**model, "reason": "label_invalid"}) == 2
+    # the last read's bad rows, each counted once (the counter above counts them per read)
+    assert get("fairwatch_last_read_rows_rejected", {**model, "reason": "score_invalid"}) == 1
+    assert get("fairwatch_last_read_rows_rejected", {**model, "reason": "label_invalid"}) is None
     assert get("fairwatch_job_errors_total") == 2
     assert get("fairwatch_alerts_sent_total", {"sink": "alertmanager"}) == 4
     assert get("fairwatch_alert_delivery_failures_total", {"sink": "webhook"}) == 1

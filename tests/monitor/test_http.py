@@ -366,6 +366,15 @@ def test_results_unknown_state_is_bad_data(cached_service: Service) -> None:
     answer = cached_service.get("/api/v1/results?state=broken")
     assert answer.status == 400
     assert answer.json()["errorType"] == "bad_data"
+    assert "'broken'" in answer.json()["error"]
+
+
+def test_a_flood_of_bad_parameters_is_not_echoed_back(cached_service: Service) -> None:
+    query = "&".join(f"state={'x' * 500}{i:04d}" for i in range(100))  # 50 KB: under the 64 KB line limit
+    answer = cached_service.get("/api/v1/results?" + query)
+    assert answer.status == 400
+    error = answer.json()["error"]
+    assert len(answer.body) < 400 and "and 97 more" in error and "x" * 41 not in error
 
 
 def test_results_of_a_failed_model_keep_last_values_and_hide_passwords(cached_service: Service) -> None:

@@ -159,3 +159,16 @@ def test_pending_and_dropped_alerts_are_logged_once_each(caplog: pytest.LogCaptu
     assert len(pending) == len(cleared) >= 1
     assert all("identity=g" in m and "model tox" in m for m in pending + cleared)
     assert monitor.snapshot().alerts == ()
+
+
+def test_a_bad_row_is_counted_per_read_and_once_in_the_last_read() -> None:
+    frame = drifting_log()
+    in_both_reads = frame.index[(frame["ts"] >= (T0 + timedelta(minutes=20)).timestamp())][:5]
+    frame.loc[in_both_reads, "score"] = np.nan
+    monitor, clock, _, _ = make_monitor({"tox": frame})
+    tick(monitor, clock, minutes=0)
+    tick(monitor, clock)  # the next read covers the same five rows
+    status = monitor.snapshot().models["tox"]
+    assert status.rows_rejected_total == {"score_invalid": 10}  # per read, like rows_read_total
+    assert status.last_evaluation is not None
+    assert status.last_evaluation.rejected == {"score_invalid": 5}  # fairwatch_last_read_rows_rejected
