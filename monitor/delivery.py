@@ -14,7 +14,8 @@ waits for a receiver, however slow. Each sink's outbox holds only what is still 
 
 The sender sends the outbox whenever it holds something new. An attempt is bounded as a whole
 by the sink's timeout (:mod:`monitor.notifiers`). A failed attempt puts its resolves back and is
-retried with the next submit (the next evaluation), with the then-current firing alerts.
+retried with the next submit (the next evaluation), with the then-current firing alerts. Any
+exception a sink raises counts as a failed attempt: the sender thread never dies of one.
 :meth:`AlertDelivery.stop` gives every sink one last bounded attempt.
 """
 
@@ -75,6 +76,17 @@ class _Outbox:
         """Under the lock: queue resolves, forget those firing again, drop the oldest beyond the cap."""
         for alert in resolved:
             self._resolves[_label_key(alert.labels)] = alert
+        self._trim()
+
+    def _put_back(self, resolved: Sequence[ActiveAlert]) -> None:
+        """Under the lock: a failed attempt's resolves go back ahead of those queued since (they are
+        older), unless the same alert resolved again meanwhile (the newer resolve is kept)."""
+        queued = self._resolves
+        self._resolves = {_label_key(a.labels): a for a in resolved if _label_key(a.labels) not in queued}
+        self._resolves.update(queued)
+        self._trim()
+
+    def _trim(self) -> None:
         for alerts in self._firing.values():
             for alert in alerts:
                 self._resolves.pop(_label_key(alert.labels), None)
@@ -104,10 +116,13 @@ class _Outbox:
                 self._new = False
                 self._busy = True
             assert now is not None
-            self._attempt(firing, resolved, now)
+            try:
+                self._attempt(firing, resolved, now)
+            finally:
+                with self._wake:
+                    self._busy = False
+                    self._wake.notify_all()
             with self._wake:
-                self._busy = False
-                self._wake.notify_all()
                 if self._stopping and not self._new:
                     return
 
@@ -117,12 +132,13 @@ class _Outbox:
         name = self.notifier.name
         try:
             self.notifier.send(firing, resolved, now)
-        except AlertDeliveryError as exc:
+        except Exception as exc:  # a sink's bug must not end its sender thread either
             with self._wake:
-                self._add_resolves(resolved)  # kept for the next attempt, unless firing again
+                self._put_back(resolved)  # kept for the next attempt, unless firing again
                 self._failures += 1
             if not self._failing:  # one line per failure streak
-                log.warning("alert delivery to %s failed: %s", name, exc)
+                detail = exc if isinstance(exc, AlertDeliveryError) else repr(exc)
+                log.warning("alert delivery to %s failed: %s", name, detail)
             self._failing = True
         else:
             with self._wake:
@@ -178,7 +194,8 @@ class AlertDelivery:
 
     def flush(self, timeout: float = 30.0) -> bool:
         """Wait until every sink has attempted what was submitted; False if ``timeout`` passed first."""
-        return all(o.wait_idle(timeout) for o in self._outboxes)
+        deadline = time.monotonic() + timeout
+        return all([o.wait_idle(max(0.0, deadline - time.monotonic())) for o in self._outboxes])
 
     def stop(self, timeout: float = 10.0) -> None:
         """One last attempt per sink for anything still owed, all within ``timeout`` seconds."""

@@ -54,6 +54,8 @@ __all__ = [
 # receiver written for Alertmanager's webhooks parses ours.
 _NO_END = "0001-01-01T00:00:00Z"
 _MAX_ERROR_BODY = 200
+# Characters kept as they are when a URL's path or query is percent-encoded (RFC 3986 reserved, and %).
+_URL_SAFE = "/%:@!$&'()*+,;="
 
 
 class AlertmanagerAlert(TypedDict):
@@ -311,7 +313,14 @@ class _Endpoint:
             authorization = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
         # An HTTP(S)_PROXY meant for the outside world must not intercept a loopback sink.
         proxies: dict[str, str] | None = {} if _is_loopback(host) else None
-        target = urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+        # A non-ASCII path or query is sent percent-encoded (http.client refuses raw non-ASCII).
+        target = urllib.parse.urlunsplit(
+            parts._replace(
+                netloc=parts.netloc.rpartition("@")[2],
+                path=urllib.parse.quote(parts.path, safe=_URL_SAFE),
+                query=urllib.parse.quote(parts.query, safe=_URL_SAFE + "?"),
+            )
+        )
         return cls(target, _redacted(parts), authorization, proxies)
 
     def post_json(self, payload: object, *, timeout: float, sink: str) -> None:
@@ -333,7 +342,8 @@ class _Endpoint:
         try:
             with opener.open(request, timeout=timeout) as response:
                 response.read()
-        except (OSError, http.client.HTTPException) as exc:  # URLError and HTTPError are OSErrors
+        # URLError and HTTPError are OSErrors; ValueError: what http.client cannot encode or parse
+        except (OSError, http.client.HTTPException, ValueError) as exc:
             raise self._failure(exc, sink, deadline) from exc
         finally:
             deadline.cancel()

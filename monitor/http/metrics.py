@@ -13,6 +13,11 @@ millisecond. A scrape that finds no body for the current snapshot (the very firs
 racing a publish) renders it itself, once: concurrent scrapes wait for that render instead of
 repeating it. A scrape with a query string (``name[]=`` filters) is answered by
 prometheus_client's own handler from the registry.
+
+Only the formats prometheus_client speaks are answered and cached: the classic text format 0.0.4,
+text 1.0.0 and OpenMetrics 1.0.0 (with any of their name escapings). ``choose_encoder`` echoes
+whatever ``version=`` a client writes; an unknown version is answered in that format's known
+version, so odd Accept headers cannot grow the caches or the work done at each publish.
 """
 
 from __future__ import annotations
@@ -43,6 +48,47 @@ _Encoder = Callable[[Any], bytes]
 _Variant = tuple[str, bool]  # (content type, gzip)
 
 
+def _known_encoders() -> dict[str, _Encoder]:
+    """Content type -> encoder, for every format and escaping prometheus_client renders."""
+    escapings = ("underscores", "allow-utf-8", "dots", "values")  # the names prometheus_client knows
+    accepts = ["", "text/plain;version=0.0.4", "application/openmetrics-text"]
+    for escaping in escapings:
+        accepts.append(f"application/openmetrics-text;version=1.0.0;escaping={escaping}")
+        accepts.append(f"text/plain;version=1.0.0;escaping={escaping}")
+    return {content_type: encode for encode, content_type in map(choose_encoder, accepts)}
+
+
+_KNOWN = _known_encoders()
+_OPENMETRICS = choose_encoder("application/openmetrics-text")[1]
+_TEXT = choose_encoder("")[1]
+
+
+def _negotiate(accept: str) -> str:
+    """The content type to answer: ``choose_encoder``'s, an unknown format version replaced by the
+    known version of that format."""
+    content_type = choose_encoder(accept)[1]
+    if content_type in _KNOWN:
+        return content_type
+    return _OPENMETRICS if content_type.startswith("application/openmetrics-text") else _TEXT
+
+
+def _accepts_gzip(accept_encoding: str) -> bool:
+    """Whether ``Accept-Encoding`` lists gzip (or ``*``) with a non-zero quality."""
+    for coding in accept_encoding.split(","):
+        name, *params = (part.strip() for part in coding.split(";"))
+        if name.lower() not in ("gzip", "*"):
+            continue
+        for param in params:
+            key, _, value = param.partition("=")
+            if key.strip().lower() == "q":
+                try:
+                    return float(value) > 0
+                except ValueError:
+                    return False
+        return True
+    return False
+
+
 class _Families:
     """A fixed list of families, in the ``collect()`` shape prometheus_client's renderers expect."""
 
@@ -69,8 +115,7 @@ class MetricsEndpoint:
         self._lock = threading.Lock()  # one render at a time
         # (snapshot, {variant: body}); replaced as a whole, so readers need no lock
         self._bodies: tuple[Snapshot | None, dict[_Variant, bytes]] = (None, {})
-        # the variants asked for so far, with their encoders: rendered for every new snapshot
-        self._encoders: dict[str, _Encoder] = {}
+        # the variants asked for so far (at most _MAX_VARIANTS): rendered for every new snapshot
         self._variants: set[_Variant] = set()
         # the evaluation families last rendered, and their text per content type
         self._evaluation_text: tuple[Sequence[Metric] | None, dict[str, bytes]] = (None, {})
@@ -82,11 +127,11 @@ class MetricsEndpoint:
                 self._bodies = (snapshot, {v: self._render(snapshot, v) for v in self._variants})
 
     def _body(self, variant: _Variant) -> bytes:
-        snapshot = self._get_snapshot()
         rendered, bodies = self._bodies
-        if rendered is snapshot and variant in bodies:
+        if rendered is self._get_snapshot() and variant in bodies:
             return bodies[variant]
         with self._lock:  # single flight: one render, concurrent scrapes wait and reuse it
+            snapshot = self._get_snapshot()  # the newest: never store bodies of an older one
             rendered, bodies = self._bodies
             if rendered is not snapshot:
                 bodies = {}
@@ -100,7 +145,7 @@ class MetricsEndpoint:
     def _render(self, snapshot: Snapshot, variant: _Variant) -> bytes:
         """Under the lock: one answer, the evaluation part reused while the families are the same."""
         content_type, compressed = variant
-        encode = self._encoders[content_type]
+        encode = _KNOWN[content_type]
         families = self._collector.evaluation_families(snapshot)
         rendered_from, texts = self._evaluation_text
         if rendered_from is not families:
@@ -114,11 +159,14 @@ class MetricsEndpoint:
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         if environ.get("QUERY_STRING"):
             return self._filtered(environ, start_response)
-        encode, content_type = choose_encoder(environ.get("HTTP_ACCEPT", ""))
-        self._encoders.setdefault(content_type, encode)
-        compressed = "gzip" in environ.get("HTTP_ACCEPT_ENCODING", "")
+        content_type = _negotiate(environ.get("HTTP_ACCEPT", ""))
+        compressed = _accepts_gzip(environ.get("HTTP_ACCEPT_ENCODING", ""))
         body = self._body((content_type, compressed))
-        headers = [("Content-Type", content_type), ("Content-Length", str(len(body)))]
+        headers = [
+            ("Content-Type", content_type),
+            ("Content-Length", str(len(body))),
+            ("Vary", "Accept, Accept-Encoding"),
+        ]
         if compressed:
             headers.append(("Content-Encoding", "gzip"))
         start_response("200 OK", headers)

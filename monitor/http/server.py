@@ -4,12 +4,15 @@ Connections are accepted into a listen backlog of :data:`LISTEN_BACKLOG` (socket
 of 5 overflows under a few dozen concurrent scrapers: the kernel drops SYNs and clients retry
 after 1, 3, 7 s) and handed to :data:`WORKERS` threads through a queue of
 :data:`MAX_QUEUED` connections. When that queue is full the server answers ``503`` at once
-rather than queueing without bound, and every connection has a socket timeout of
-:data:`CONNECTION_TIMEOUT` seconds, so a client that stops reading or writing frees its worker.
+rather than queueing without bound. A connection must deliver its whole request line and headers
+within :data:`CONNECTION_TIMEOUT` seconds and finish the whole exchange within
+:data:`EXCHANGE_TIMEOUT`: a per-read socket timeout alone frees a worker from a client that stops,
+not from one that sends a byte every few seconds, so a watchdog thread shuts such connections down.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import queue
@@ -33,13 +36,52 @@ LISTEN_BACKLOG = 1024
 WORKERS = 32
 #: Accepted connections waiting for a worker; beyond this the server answers 503.
 MAX_QUEUED = 512
-#: Seconds a connection may sit idle in a read or write before it is closed.
+#: Seconds a connection has to send its request line and headers (and may sit idle in any read or write).
 CONNECTION_TIMEOUT = 10.0
+#: Seconds a whole exchange (request and answer) may take, however steadily bytes trickle.
+EXCHANGE_TIMEOUT = 60.0
 
 _BUSY = (
     b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
     b"Retry-After: 1\r\nContent-Length: 5\r\nConnection: close\r\n\r\nbusy\n"
 )
+
+
+class _Watchdog:
+    """Shuts down connections that outlive their deadline; one thread for the whole server."""
+
+    _TICK = 0.25
+
+    def __init__(self) -> None:
+        self._deadlines: dict[socket.socket, float] = {}
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        self.expired = 0  # connections cut off
+        self._thread = threading.Thread(target=self._run, name="fairwatch-http-watchdog", daemon=True)
+        self._thread.start()
+
+    def arm(self, sock: socket.socket, seconds: float) -> None:
+        with self._lock:
+            self._deadlines[sock] = time.monotonic() + seconds
+
+    def disarm(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._deadlines.pop(sock, None)
+
+    def stop(self) -> None:
+        self._stopped.set()
+
+    def _run(self) -> None:
+        while not self._stopped.wait(self._TICK):
+            now = time.monotonic()
+            with self._lock:
+                late = [sock for sock, deadline in self._deadlines.items() if deadline <= now]
+                for sock in late:
+                    del self._deadlines[sock]
+                self.expired += len(late)
+            for sock in late:
+                with contextlib.suppress(OSError):  # closed meanwhile
+                    sock.shutdown(socket.SHUT_RDWR)  # the worker's blocked read or write returns
 
 
 class _PooledWSGIServer(WSGIServer):
@@ -50,8 +92,11 @@ class _PooledWSGIServer(WSGIServer):
 
     workers = WORKERS
     max_queued = MAX_QUEUED
+    request_timeout = CONNECTION_TIMEOUT
+    exchange_timeout = EXCHANGE_TIMEOUT
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.watchdog = _Watchdog()
         self._pending: queue.Queue[tuple[Any, Any] | None] = queue.Queue(self.max_queued)
         self.rejected = 0  # connections answered 503 because every worker was busy
         self._last_busy_log = -math.inf
@@ -87,15 +132,18 @@ class _PooledWSGIServer(WSGIServer):
     def _work(self) -> None:
         while (item := self._pending.get()) is not None:
             request, client_address = item
+            self.watchdog.arm(request, self.request_timeout)  # until the headers are in
             try:
                 self.finish_request(request, client_address)
             except Exception:
                 self.handle_error(request, client_address)
             finally:
+                self.watchdog.disarm(request)
                 self.shutdown_request(request)
 
     def server_close(self) -> None:
         super().server_close()
+        self.watchdog.stop()
         for _ in self._workers:
             try:
                 self._pending.put_nowait(None)
@@ -109,6 +157,13 @@ class _PooledWSGIServer(WSGIServer):
 
 class _QuietHandler(WSGIRequestHandler):
     timeout = CONNECTION_TIMEOUT  # StreamRequestHandler sets it on the connection
+    server: _PooledWSGIServer
+
+    def parse_request(self) -> bool:
+        parsed = super().parse_request()
+        if parsed:  # the headers are in: the rest of the exchange gets the longer deadline
+            self.server.watchdog.arm(self.connection, self.server.exchange_timeout)
+        return parsed
 
     def log_message(self, format: str, *args: Any) -> None:
         logger.debug("%s " + format, self.address_string(), *args)
@@ -151,6 +206,7 @@ def serve(
     workers: int = WORKERS,
     max_queued: int = MAX_QUEUED,
     connection_timeout: float = CONNECTION_TIMEOUT,
+    exchange_timeout: float = EXCHANGE_TIMEOUT,
 ) -> ServerHandle:
     """Serve ``app`` on ``host:port`` from a background daemon thread (port 0: any free port)."""
     family = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
@@ -159,6 +215,7 @@ def serve(
         address_family = family  # IPv6 hosts need AF_INET6
 
     Server.workers, Server.max_queued = workers, max_queued
+    Server.request_timeout, Server.exchange_timeout = connection_timeout, exchange_timeout
 
     class Handler(_QuietHandler):
         timeout = connection_timeout

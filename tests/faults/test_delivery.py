@@ -8,6 +8,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -35,6 +36,7 @@ class Receiver:
     def __init__(self, mode: str) -> None:
         self.mode = mode
         self.bodies: list[dict[str, Any]] = []
+        self.paths: list[str] = []
         self.arrived = threading.Semaphore(0)
         self.release = threading.Event()
         receiver = self
@@ -42,6 +44,7 @@ class Receiver:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
+                receiver.paths.append(self.path)
                 receiver.bodies.append(json.loads(self.rfile.read(length)))
                 receiver.arrived.release()
                 answer = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
@@ -224,3 +227,69 @@ def test_a_full_outbox_drops_the_oldest_resolves_and_counts_them() -> None:
 def _alert(group: str = "g") -> ActiveAlert:
     labels = {"alertname": "FairnessMetricOutOfRange", "model": "tox", "group": group, "metric": "m"}
     return ActiveAlert(labels, {"summary": "s"}, "firing", T0, T0, 0.5)
+
+
+class _BuggySink(RecordingNotifier):
+    """A sink that fails with something other than AlertDeliveryError, and can hold an attempt
+    (``gate``) so that submits arrive while it runs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.buggy = True
+        self.gate = threading.Event()
+        self.gate.set()
+
+    def send(self, firing: Any, resolved: Any, now: Any) -> None:
+        super().send(firing, resolved, now)
+        assert self.gate.wait(10)
+        if self.buggy:
+            raise UnicodeEncodeError("ascii", "é", 0, 1, "ordinal not in range(128)")
+
+
+def test_a_sink_raising_anything_keeps_its_sender_and_its_resolves() -> None:
+    sink = _BuggySink()
+    delivery = AlertDelivery([sink])
+    try:
+        delivery.submit("tox", [], [_alert("a")], T0)
+        assert delivery.flush(timeout=10)  # the attempt ended: not stuck busy
+        assert delivery.stats()["recording"].failures == 1
+        sink.buggy = False
+        delivery.submit("tox", [], [], T0)
+        assert delivery.flush(timeout=10)  # the sender is alive and sends the kept resolve
+        assert [a.labels["group"] for a in sink.calls[-1].resolved] == ["a"]
+        assert delivery.stats()["recording"].sent == 1
+    finally:
+        delivery.stop(timeout=5)
+
+
+def test_resolves_put_back_after_a_failure_stay_ahead_of_newer_ones() -> None:
+    sink = _BuggySink()
+    sink.gate.clear()
+    delivery = AlertDelivery([sink], max_pending=2)
+    try:
+        delivery.submit("tox", [], [replace(_alert("old"), value=1.0), _alert("x")], T0)
+        deadline = time.monotonic() + 10
+        while not sink.calls and time.monotonic() < deadline:
+            time.sleep(0.01)
+        # while that attempt runs (and fails), "x" resolves again (a newer episode) and "new" resolves
+        delivery.submit("tox", [], [replace(_alert("x"), value=2.0), _alert("new")], T0)
+        sink.gate.set()
+        assert delivery.flush(timeout=10)  # both attempts failed
+        sink.buggy = False
+        delivery.submit("tox", [], [], T0)
+        assert delivery.flush(timeout=10)
+        # the put-back "x" did not overwrite the newer resolve, and the cap of 2 dropped the
+        # oldest resolve, which is the put-back "old"
+        delivered = sink.calls[-1].resolved
+        assert [(a.labels["group"], a.value) for a in delivered] == [("x", 2.0), ("new", 0.5)]
+        assert delivery.stats()["recording"].dropped == 1
+    finally:
+        delivery.stop(timeout=5)
+
+
+@pytest.mark.parametrize("receiver", ["ok"], indirect=True)
+def test_a_webhook_url_with_non_ascii_path_is_sent_percent_encoded(receiver: Receiver) -> None:
+    sink = WebhookNotifier(receiver.url + "/équipe?team=données", timeout_seconds=5)
+    sink.send([_alert("a")], [], T0)
+    assert receiver.arrived.acquire(timeout=5)
+    assert receiver.paths == ["/hook/%C3%A9quipe?team=donn%C3%A9es"]

@@ -68,3 +68,47 @@ def test_two_hundred_concurrent_scrapers_are_all_answered() -> None:
     finally:
         server.shutdown()
     assert statuses == [200] * 200
+
+
+def test_clients_trickling_their_request_cannot_hold_the_workers() -> None:
+    # Each sends a byte every 0.3 s: no single read ever waits the 10 s idle timeout, so only a
+    # deadline on the whole request frees the workers.
+    server = serve(_app, "127.0.0.1", 0, workers=2, max_queued=2, connection_timeout=1.5)
+    stop = threading.Event()
+    cut_off: list[float] = []
+
+    def trickle() -> None:
+        with socket.create_connection(("127.0.0.1", server.port)) as conn:
+            started = time.monotonic()
+            try:
+                for byte in b"GET / HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 1000:
+                    if stop.is_set():
+                        return
+                    conn.sendall(bytes([byte]))
+                    time.sleep(0.3)
+                    conn.settimeout(0.01)
+                    try:
+                        if conn.recv(1) == b"":
+                            break  # the server closed the connection
+                    except TimeoutError:
+                        pass
+            except OSError:  # reset by the server
+                pass
+            cut_off.append(time.monotonic() - started)
+
+    slow = [threading.Thread(target=trickle) for _ in range(2)]
+    try:
+        for thread in slow:
+            thread.start()
+        time.sleep(0.3)  # both hold a worker now
+        started = time.monotonic()
+        status = 503
+        while status != 200 and time.monotonic() - started < 10:
+            status = _get(server.port)[0]
+        assert status == 200
+        for thread in slow:
+            thread.join(timeout=10)
+        assert len(cut_off) == 2 and all(1.0 < t < 4.0 for t in cut_off), cut_off
+    finally:
+        stop.set()
+        server.shutdown()

@@ -287,6 +287,47 @@ def test_concurrent_scrapes_of_a_new_snapshot_render_it_once() -> None:
     assert collector.renders == 2 and len(set(bodies)) == 1 and len(bodies) == 20
 
 
+def test_odd_accept_headers_cannot_grow_the_caches() -> None:
+    current = [rich_snapshot()]
+    endpoint, collector, _ = _endpoint(current)
+    for i in range(1, 201):  # every one a different version: choose_encoder would echo each
+        headers, body = _call(endpoint, HTTP_ACCEPT=f"application/openmetrics-text;version=1.{i}.0")
+        assert headers["Content-Type"] == "application/openmetrics-text; version=1.0.0; charset=utf-8"
+        headers, _ = _call(endpoint, HTTP_ACCEPT=f"text/plain;version=2.{i}")
+        assert headers["Content-Type"] == "text/plain; version=1.0.0; charset=utf-8; escaping=underscores"
+    assert body.endswith(b"# EOF\n")
+    assert collector.renders == 2  # one render per format actually served, not one per header
+    assert len(endpoint._variants) == 2 and len(endpoint._evaluation_text[1]) == 2
+    current[0] = rich_snapshot()
+    endpoint.publish(current[0])
+    assert collector.renders == 4
+
+
+@pytest.mark.parametrize(
+    ("accept_encoding", "compressed"),
+    [("gzip", True), ("deflate, gzip;q=0.5", True), ("*", True), ("gzip;q=0", False), ("identity", False)],
+)
+def test_gzip_only_when_accepted(accept_encoding: str, compressed: bool) -> None:
+    endpoint, _, _ = _endpoint([rich_snapshot()])
+    headers, body = _call(endpoint, HTTP_ACCEPT_ENCODING=accept_encoding)
+    assert (headers.get("Content-Encoding") == "gzip") is compressed
+    assert body.startswith(b"\x1f\x8b") is compressed
+    assert headers["Vary"] == "Accept, Accept-Encoding"  # caches must key on both
+
+
+def test_a_scrape_overtaken_by_a_publish_does_not_replace_the_newer_bodies() -> None:
+    current = [rich_snapshot()]
+    endpoint, _, _ = _endpoint(current)
+    _call(endpoint)
+    fresh = rich_snapshot(groups=[v for v in rich_values() if v.group != "white"], alerts=())
+    seen = iter([current[0], fresh, fresh, fresh, fresh])  # the scrape looks, then a publish lands
+    endpoint._get_snapshot = lambda: next(seen, fresh)
+    current[0] = fresh
+    _, body = _call(endpoint, HTTP_ACCEPT_ENCODING="gzip")
+    assert endpoint._bodies[0] is fresh
+    assert b'group="white"' not in gzip.decompress(body)
+
+
 # --------------------------------------------------------------------------------------------------------
 # Health
 # --------------------------------------------------------------------------------------------------------
