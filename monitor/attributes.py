@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -14,9 +14,20 @@ from monitor.config import GroupConfig
 __all__ = ["attributes"]
 
 
-def attributes(groups: Sequence[GroupConfig], frame: pd.DataFrame, *, max_groups: int) -> list[mc.Attribute]:
+def attributes(
+    groups: Sequence[GroupConfig],
+    frame: pd.DataFrame,
+    *,
+    max_groups: int,
+    weight: np.ndarray | None = None,
+    flagged: Collection[str] = (),
+) -> list[mc.Attribute]:
     """One attribute per configured group, each capped at its ``max_groups`` largest groups (chosen
-    by size before any group is counted; the rest are listed as dropped)."""
+    by size before any group is counted; the rest are listed as dropped).
+
+    ``weight``: the row count of each entry of a counted frame. ``flagged``: indicator attributes
+    whose columns the database already thresholded into 1/0 flags.
+    """
     out = []
     for g in groups:
         if g.kind == "indicator":
@@ -25,19 +36,24 @@ def attributes(groups: Sequence[GroupConfig], frame: pd.DataFrame, *, max_groups
                 for c in g.columns
             }
             attr = mc.indicator_attribute(
-                g.attribute, cols, threshold=g.threshold, min_size=g.min_size, max_groups=max_groups
+                g.attribute,
+                cols,
+                threshold=0.5 if g.attribute in flagged else g.threshold,
+                min_size=g.min_size,
+                max_groups=max_groups,
+                weight=weight,
             )
         elif g.kind == "categorical":
             values = _group_values(frame[g.column])
             ref = g.reference if isinstance(g.reference, str) else "&".join(g.reference)
             attr = mc.categorical_attribute(
-                g.attribute, values, reference=ref, min_size=g.min_size, max_groups=max_groups
+                g.attribute, values, reference=ref, min_size=g.min_size, max_groups=max_groups, weight=weight
             )
         else:
             cells = {c: _group_values(frame[c]) for c in g.columns}
             attr = _renamed(
                 mc.intersection_attribute(
-                    cells, reference=g.reference, min_size=g.min_size, max_groups=max_groups
+                    cells, reference=g.reference, min_size=g.min_size, max_groups=max_groups, weight=weight
                 ),
                 g.attribute,
             )

@@ -29,10 +29,12 @@ from metrics_core.engine.adjust import Adjustment
 from metrics_core.stats.contrasts import Method
 from monitor.attributes import attributes
 from monitor.config import ModelConfig, Settings
+from monitor.counting import count_request, counts_suffice
 from monitor.label_join import join_labels
 from monitor.results import GroupStats, ModelEvaluation, WindowResult
-from monitor.rows import TIMESTAMP, clean_rows, columns_for_frame, labeled, task_data
-from monitor.sources import Batch, Source, build_source
+from monitor.rows import TIMESTAMP, clean_rows, columns_for_frame, count_rows, labeled, task_data, weights
+from monitor.sources import Batch, CountingSource, Source, build_source
+from monitor.sources.counts import range_column
 from monitor.tasks import TASKS, WindowRequest, metrics_for
 
 __all__ = ["Evaluator", "build_evaluators"]
@@ -89,27 +91,39 @@ class Evaluator:
         read_start = min(min(s.start, s.label_start) for s in spans)
         read_end = max(s.end for s in spans)
         self._progress(f"reading {self.model.name} [{read_start:%Y-%m-%d %H:%M}, {read_end:%Y-%m-%d %H:%M})")
-        batch = self._read(read_start, read_end)
+        ranges = tuple(
+            dict.fromkeys(r for s in spans for r in ((s.start, s.end), (s.label_start, s.label_end)))
+        )
+        batch = self._read_counts(ranges, read_start, read_end) or self._read(read_start, read_end)
         model = columns_for_frame(self.model, batch.frame)
-        frame, rejected = clean_rows(batch.frame, model)
+        frame, rejected = clean_rows(batch.frame, model, counted=batch.counted)
         rejected.update(batch.rejected)
         t1 = time.perf_counter()
+        within = _Ranges(frame, ranges if batch.counted else None)
         windows = []
         for span in spans:
             self._progress(f"computing {self.model.name} window {span.name}")
-            windows.append(self._window(frame, span, model))
+            windows.append(self._window(frame, span, model, within, batch.flagged))
         t2 = time.perf_counter()
         return ModelEvaluation(
             model=self.model.name,
             evaluated_at=now,
             duration_seconds=t2 - t0,
             windows=tuple(windows),
-            rows_read=len(batch.frame),
+            rows_read=batch.n_rows,
             rejected=MappingProxyType(dict(rejected)),
             skipped_files=batch.skipped_files,
             read_seconds=t1 - t0,
             compute_seconds=t2 - t1,
         )
+
+    def _read_counts(
+        self, ranges: tuple[tuple[datetime, datetime], ...], start: datetime, end: datetime
+    ) -> Batch | None:
+        """The window's rows counted by the database, where the task and the source allow it."""
+        if not isinstance(self.source, CountingSource) or not counts_suffice(self.model, self.label_source):
+            return None
+        return self.source.read_counts(count_request(self.model, ranges), start, end)
 
     def _read(self, start: datetime, end: datetime) -> Batch:
         batch = self.source.read(start, end)
@@ -118,14 +132,13 @@ class Evaluator:
         # only labels that have arrived by `end` (a label table with arrival times is read up to now)
         return join_labels(batch, self.label_source.read(start, end), self.model)
 
-    def _window(self, frame: pd.DataFrame, span: _Span, model: ModelConfig) -> WindowResult:
+    def _window(
+        self, frame: pd.DataFrame, span: _Span, model: ModelConfig, within: _Ranges, flagged: frozenset[str]
+    ) -> WindowResult:
         """One window; ``model`` has the columns this evaluation's log has (see ``columns_for_frame``)."""
-        ts = frame[TIMESTAMP]
-        outcome = frame.loc[((ts >= span.start) & (ts < span.end)).to_numpy()]
+        outcome = frame.loc[within(span.start, span.end)]
         same = span.start == span.label_start and span.end == span.label_end
-        labeled_rows = (
-            outcome if same else frame.loc[((ts >= span.label_start) & (ts < span.label_end)).to_numpy()]
-        )
+        labeled_rows = outcome if same else frame.loc[within(span.label_start, span.label_end)]
         specs = metrics_for(model)
         outcome_specs = [s.name for s in specs if "y_true" not in s.requires]
         label_specs = [s.name for s in specs if "y_true" in s.requires]
@@ -134,12 +147,12 @@ class Evaluator:
         model_values: list[mc.ModelValue] = []
         n_alerting = sum(1 for s in specs if not s.informational and s.level == "group")
         out_report, out_attrs = self._report(
-            outcome, outcome_specs if not same else [s.name for s in specs], n_alerting, model
+            outcome, outcome_specs if not same else [s.name for s in specs], n_alerting, model, flagged
         )
         values += out_report.values
         model_values += out_report.model
         if not same and label_specs:
-            lab_report, _ = self._report(labeled_rows, label_specs, n_alerting, model)
+            lab_report, _ = self._report(labeled_rows, label_specs, n_alerting, model, flagged)
             values += lab_report.values
             model_values += lab_report.model
         # The binary engine also reports the overall AUC, the anchor of the AUC family's ranges: never
@@ -147,7 +160,7 @@ class Evaluator:
         task = TASKS[model.task]
         values = [v for v in values if task.can_compute(v.metric, model.columns)]
         model_values = [v for v in model_values if task.can_compute(v.metric, model.columns)]
-        groups = self._group_stats(outcome, labeled_rows, out_attrs)
+        groups = self._group_stats(outcome, labeled_rows, out_attrs, flagged)
         dropped = {a.name: len(a.dropped) for a in out_attrs if a.dropped}
         missing = {a.name: a.n_missing for a in out_attrs if a.n_missing}
         return WindowResult(
@@ -159,20 +172,27 @@ class Evaluator:
             values=tuple(values),
             model_values=tuple(_dedupe_model_values(model_values)),
             groups=tuple(groups),
-            n_rows=len(outcome),
-            n_labeled=int(labeled(labeled_rows).sum()),
+            n_rows=count_rows(outcome),
+            n_labeled=count_rows(labeled_rows, labeled(labeled_rows)),
             dropped_groups=MappingProxyType(dropped),
             missing_group_rows=MappingProxyType(missing),
-            n_label_rows=len(labeled_rows),
+            n_label_rows=count_rows(labeled_rows),
         )
 
-    def _attributes(self, frame: pd.DataFrame) -> list[mc.Attribute]:
-        return attributes(self.model.groups, frame, max_groups=self.model.max_groups)
+    def _attributes(self, frame: pd.DataFrame, flagged: frozenset[str]) -> list[mc.Attribute]:
+        return attributes(
+            self.model.groups, frame, max_groups=self.model.max_groups, weight=weights(frame), flagged=flagged
+        )
 
     def _report(
-        self, frame: pd.DataFrame, metrics: Sequence[str], n_alerting: int, model: ModelConfig
+        self,
+        frame: pd.DataFrame,
+        metrics: Sequence[str],
+        n_alerting: int,
+        model: ModelConfig,
+        flagged: frozenset[str],
     ) -> tuple[mc.Report, list[mc.Attribute]]:
-        attrs = self._attributes(frame)
+        attrs = self._attributes(frame, flagged)
         n_comparisons = sum(len(a.comparisons) for a in attrs)
         request = WindowRequest(
             metrics=metrics,
@@ -189,18 +209,24 @@ class Evaluator:
         return TASKS[model.task].evaluate(task_data(frame), attrs, request), attrs
 
     def _group_stats(
-        self, outcome: pd.DataFrame, labeled_rows: pd.DataFrame, attrs: list[mc.Attribute]
+        self,
+        outcome: pd.DataFrame,
+        labeled_rows: pd.DataFrame,
+        attrs: list[mc.Attribute],
+        flagged: frozenset[str],
     ) -> list[GroupStats]:
         """Group sizes in the outcome window; label coverage in the label window (behind label metrics)."""
         label_attrs = (
-            {a.name: a for a in self._attributes(labeled_rows)} if labeled_rows is not outcome else {}
+            {a.name: a for a in self._attributes(labeled_rows, flagged)}
+            if labeled_rows is not outcome
+            else {}
         )
         has_label = labeled(labeled_rows)
         stats = []
         for a in attrs:
             la = label_attrs.get(a.name, a)
             for c in a.comparisons:
-                size = int(np.asarray(a.masks[c.key]).sum())
+                size = count_rows(outcome, np.asarray(a.masks[c.key]))
                 in_label = (
                     np.asarray(la.masks[c.key])
                     if c.key in la.masks
@@ -212,11 +238,28 @@ class Evaluator:
                         c.group,
                         c.reference,
                         size,
-                        int((in_label & has_label).sum()),
-                        int(in_label.sum()),
+                        count_rows(labeled_rows, in_label & has_label),
+                        count_rows(labeled_rows, in_label),
                     )
                 )
         return stats
+
+
+class _Ranges:
+    """Which entries of the canonical frame lie in a time range: from the timestamps of rows, or
+    from the 0/1 range columns of a counted frame."""
+
+    def __init__(self, frame: pd.DataFrame, counted: tuple[tuple[datetime, datetime], ...] | None) -> None:
+        self._frame = frame
+        self._counted = counted
+
+    def __call__(self, start: datetime, end: datetime) -> np.ndarray:
+        if self._counted is not None:
+            column = range_column(self._counted.index((start, end)))
+            inside: np.ndarray = self._frame[column].to_numpy() == 1
+            return inside
+        ts = self._frame[TIMESTAMP]
+        return np.asarray((ts >= start) & (ts < end))
 
 
 def _dedupe_model_values(values: list[mc.ModelValue]) -> list[mc.ModelValue]:

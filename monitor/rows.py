@@ -17,6 +17,7 @@ import pandas as pd
 
 from monitor.config import GroupConfig, ModelConfig
 from monitor.errors import SourceError
+from monitor.sources.counts import RANGE_PREFIX, WEIGHT
 from monitor.tasks import TASKS, Rows
 from monitor.tasks.base import InputArray
 
@@ -25,9 +26,11 @@ __all__ = [
     "TIMESTAMP",
     "clean_rows",
     "columns_for_frame",
+    "count_rows",
     "group_columns",
     "labeled",
     "task_data",
+    "weights",
 ]
 
 #: Cleaned input ``x`` is the column ``INPUT_PREFIX + x`` of the canonical frame (a block of
@@ -61,8 +64,15 @@ def columns_for_frame(model: ModelConfig, frame: pd.DataFrame) -> ModelConfig:
     return model.model_copy(update={"columns": cols.model_copy(update=update)}) if update else model
 
 
-def clean_rows(frame: pd.DataFrame, model: ModelConfig) -> tuple[pd.DataFrame, Counter[str]]:
-    """The canonical frame of ``model`` (see :func:`columns_for_frame`), and the bad rows by reason."""
+def clean_rows(
+    frame: pd.DataFrame, model: ModelConfig, *, counted: bool = False
+) -> tuple[pd.DataFrame, Counter[str]]:
+    """The canonical frame of ``model`` (see :func:`columns_for_frame`), and the bad rows by reason.
+
+    ``counted``: the frame holds counted combinations (:class:`~monitor.sources.Batch`): their
+    row counts weigh the bad rows, and the counts and time-range columns are kept, in place of
+    the timestamp.
+    """
     cols = model.columns
     task = TASKS[model.task]
     needed = list(_names(getattr(cols, key) for key in task.reads))
@@ -78,10 +88,16 @@ def clean_rows(frame: pd.DataFrame, model: ModelConfig) -> tuple[pd.DataFrame, C
         raise SourceError(f"column(s) {missing} missing from the source; it has {list(frame.columns)}")
     if cols.model:
         frame = frame.loc[frame[cols.model].astype("string") == model.name]
-    rows = Rows(frame)
+    weight = frame[WEIGHT].to_numpy(dtype=np.float64) if counted else None
+    rows = Rows(frame, weight)
     task.clean(rows, model)
     out = pd.DataFrame(_input_columns(rows.inputs), index=frame.index)
-    out[TIMESTAMP] = frame[cols.timestamp]
+    if counted:
+        for c in frame.columns:
+            if c == WEIGHT or c.startswith(RANGE_PREFIX):
+                out[c] = frame[c]
+    else:
+        out[TIMESTAMP] = frame[cols.timestamp]
     for c in groups:
         out[c] = frame[c]
     return out.loc[rows.keep].reset_index(drop=True), rows.rejected
@@ -94,12 +110,27 @@ def task_data(frame: pd.DataFrame) -> dict[str, InputArray]:
         if c.startswith(INPUT_PREFIX):
             blocks.setdefault(c.removeprefix(INPUT_PREFIX).partition(":")[0], []).append(c)
     data: dict[str, InputArray] = {}
+    if WEIGHT in frame.columns:  # a counted frame: each entry stands for this many rows
+        data["sample_weight"] = frame[WEIGHT].to_numpy(dtype=np.float64)
     for name, columns in blocks.items():
         if columns == [INPUT_PREFIX + name]:
             data[name] = frame[columns[0]].to_numpy()
         else:
             data[name] = frame[columns].to_numpy(dtype=np.float64)
     return data
+
+
+def weights(frame: pd.DataFrame) -> np.ndarray | None:
+    """The row count of each entry of a counted frame; ``None`` for a frame of rows."""
+    return frame[WEIGHT].to_numpy(dtype=np.float64) if WEIGHT in frame.columns else None
+
+
+def count_rows(frame: pd.DataFrame, mask: np.ndarray | None = None) -> int:
+    """Rows of ``frame`` (where ``mask``), counts of a counted frame added up."""
+    w = weights(frame)
+    if w is None:
+        return len(frame) if mask is None else int(np.count_nonzero(mask))
+    return round(float(w.sum() if mask is None else w[mask].sum()))
 
 
 def labeled(frame: pd.DataFrame) -> np.ndarray:

@@ -15,7 +15,9 @@ Each builder returns an :class:`Attribute`: the membership masks to count into a
 :class:`~metrics_core.ScoreTable` and the :class:`~metrics_core.Comparison` list to
 evaluate. ``max_groups`` keeps the largest groups and lists the others as dropped, chosen
 from the group sizes before any mask is made: a column with 100,000 distinct values costs
-one counting pass, not 100,000 masks.
+one counting pass, not 100,000 masks. Every builder takes an optional ``weight``: the number of
+rows each entry stands for, when the rows come already aggregated (a database's ``GROUP BY``);
+sizes, ``min_size``, ``max_groups`` and the missing count are then counted in rows.
 """
 
 from __future__ import annotations
@@ -96,6 +98,20 @@ def _largest(sizes: Sequence[int], max_groups: int | None) -> set[int]:
     return set(order if max_groups is None else order[:max_groups])
 
 
+def _weights(weight: ArrayLike | None, n: int) -> NDArray[np.float64] | None:
+    if weight is None:
+        return None
+    w = np.asarray(weight, dtype=np.float64)
+    if w.shape != (n,):
+        raise ValueError(f"weight must have one entry per row ({n}), got shape {w.shape}")
+    return w
+
+
+def _size(mask: BoolArray, weight: NDArray[np.float64] | None) -> int:
+    """Rows in ``mask``: entries, or the sum of their weights."""
+    return int(np.count_nonzero(mask)) if weight is None else round(float(weight[mask].sum()))
+
+
 def indicator_attribute(
     name: str,
     columns: Mapping[str, ArrayLike],
@@ -103,6 +119,7 @@ def indicator_attribute(
     threshold: float = 0.5,
     min_size: int = 0,
     max_groups: int | None = None,
+    weight: ArrayLike | None = None,
 ) -> Attribute:
     """One group per column; member iff the value is >= ``threshold`` (NaN: not a member).
 
@@ -127,17 +144,18 @@ def indicator_attribute(
         all_missing = missing if all_missing is None else all_missing & missing
         with np.errstate(invalid="ignore"):
             mask = as_float >= threshold
-        if np.count_nonzero(mask) < min_size:
+        if _size(mask, w := _weights(weight, n)) < min_size:
             dropped.append(group)
             continue
         key = _key(name, group)
         masks[key] = mask
         comparisons.append(Comparison(name, group, key))
-    keep = _largest([int(np.count_nonzero(masks[c.key])) for c in comparisons], max_groups)
+    w = None if n is None else _weights(weight, n)
+    keep = _largest([_size(masks[c.key], w) for c in comparisons], max_groups)
     dropped += [c.group for i, c in enumerate(comparisons) if i not in keep]
     comparisons = [c for i, c in enumerate(comparisons) if i in keep]
     masks = {c.key: masks[c.key] for c in comparisons}
-    n_missing = 0 if all_missing is None else int(all_missing.sum())
+    n_missing = 0 if all_missing is None else _size(all_missing, w)
     return Attribute(name, "indicator", masks, tuple(comparisons), n_missing, tuple(dropped))
 
 
@@ -230,8 +248,12 @@ def _categorical(
     reference: str,
     min_size: int,
     max_groups: int | None,
+    weight: NDArray[np.float64] | None = None,
 ) -> Attribute:
-    sizes = np.bincount(codes[codes >= 0], minlength=len(names))
+    present = codes >= 0
+    sizes = np.bincount(codes[present], None if weight is None else weight[present], minlength=len(names))
+    if weight is not None:
+        sizes = np.rint(sizes).astype(np.int64)
     keys = {_key(name, g): i for i, g in enumerate(names)}
     dropped = [g for g, size in zip(names, sizes, strict=True) if size < min_size]
     # the groups compared: big enough, not the reference, and among the max_groups largest
@@ -262,6 +284,7 @@ def categorical_attribute(
     reference: str | int | float = REST,
     min_size: int = 0,
     max_groups: int | None = None,
+    weight: ArrayLike | None = None,
 ) -> Attribute:
     """One group per distinct value, each compared with ``reference`` (a value, or ``"rest"``).
 
@@ -270,7 +293,10 @@ def categorical_attribute(
     ([('b', 'a'), ('c', 'a')], 1)
     """
     codes, names, n_missing = _factorize(values)
-    return _categorical(name, codes, names, n_missing, category_name(reference), min_size, max_groups)
+    w = _weights(weight, codes.shape[0])
+    if w is not None:
+        n_missing = _size(codes < 0, w)
+    return _categorical(name, codes, names, n_missing, category_name(reference), min_size, max_groups, w)
 
 
 def intersection_attribute(
@@ -280,6 +306,7 @@ def intersection_attribute(
     min_size: int = 0,
     max_groups: int | None = None,
     separator: str = "&",
+    weight: ArrayLike | None = None,
 ) -> Attribute:
     """Groups of value tuples across categorical columns (``race&sex = Black&Female``).
 
@@ -314,7 +341,8 @@ def intersection_attribute(
             pieces.append(names_i[digit - 1])
         labels.append(separator.join(reversed(pieces)))
     ref = reference if isinstance(reference, str) else separator.join(category_name(r) for r in reference)
-    return _categorical(name, codes, labels, int(missing.sum()), ref, min_size, max_groups)
+    w = _weights(weight, n)
+    return _categorical(name, codes, labels, _size(missing, w), ref, min_size, max_groups, w)
 
 
 def table_for(

@@ -92,6 +92,9 @@ class SourceConfig(_Strict):
     timestamp_format: Literal["auto", "iso", "datetime", "epoch"] = "auto"
     name: str | None = None  # memory: the name the composition root registered
     timeout: Duration = timedelta(seconds=60)  # one read: statement, lock wait, file scan
+    # sql: let the database count rows by (score, label, groups, window) when the task's statistics
+    # are counts (binary); false reads every row
+    aggregate: bool = True
 
     @field_validator("url")
     @classmethod

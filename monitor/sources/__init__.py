@@ -6,10 +6,10 @@ from collections.abc import Mapping
 
 from monitor.config import SourceConfig
 from monitor.errors import ConfigError
-from monitor.sources.base import Batch, Source, normalize_timestamps
+from monitor.sources.base import Batch, CountingSource, Source, normalize_timestamps
 from monitor.sources.memory import MemorySource
 
-__all__ = ["Batch", "MemorySource", "Source", "build_source", "normalize_timestamps"]
+__all__ = ["Batch", "CountingSource", "MemorySource", "Source", "build_source", "normalize_timestamps"]
 
 
 def build_source(

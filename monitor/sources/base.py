@@ -13,19 +13,35 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["Batch", "Source", "normalize_timestamps"]
+if TYPE_CHECKING:
+    from monitor.sources.counts import CountRequest
+
+__all__ = ["Batch", "CountingSource", "Source", "normalize_timestamps"]
 
 
 @dataclass
 class Batch:
+    """Rows of a window; or, when ``counted``, their distinct combinations with a row count each
+    (:mod:`monitor.sources.counts`: the count in column ``__rows``, no timestamp column, the
+    request's time ranges as 0/1 columns)."""
+
     frame: pd.DataFrame
     rejected: Counter[str] = field(default_factory=Counter)  # bad rows dropped, by reason
     skipped_files: tuple[str, ...] = ()  # files that could not be parsed this time
+    counted: bool = False
+    flagged: frozenset[str] = frozenset()  # counted: indicator attributes the database thresholded
+
+    @property
+    def n_rows(self) -> int:
+        """The rows the batch stands for."""
+        if self.counted:
+            return int(self.frame["__rows"].sum())
+        return len(self.frame)
 
 
 class Source(Protocol):
@@ -38,6 +54,15 @@ class Source(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class CountingSource(Source, Protocol):
+    """A source that can count a window's rows by columns (a database: ``GROUP BY``)."""
+
+    def read_counts(self, request: CountRequest, start: datetime, end: datetime) -> Batch | None:
+        """Counted combinations of ``request``'s columns; ``None``: cannot, read rows instead."""
+        ...
 
 
 def normalize_timestamps(values: pd.Series) -> pd.Series:

@@ -24,6 +24,8 @@ import logging
 import math
 import re
 import time
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
@@ -39,6 +41,16 @@ from monitor.config import SourceConfig
 from monitor.errors import ConfigError, SourceError
 from monitor.secrets import mask, mask_url, url_secrets
 from monitor.sources.base import Batch, filter_window
+from monitor.sources.counts import (
+    INVALID_TIMESTAMP,
+    WEIGHT,
+    CountRequest,
+    Instant,
+    count_statement,
+    flaggable,
+    numeric_columns,
+    with_missing_flags,
+)
 
 __all__ = ["SqlSource", "TimestampEncoding", "detect_encoding"]
 
@@ -210,6 +222,9 @@ class SqlSource:
             raise ConfigError(f"source.url: cannot use {self.describe()}: {exc}") from exc
         self._bound_statements()
         self._table: sa.TableClause | None = None  # reflected once, forgotten after a failed read
+        self._numeric: frozenset[str] = frozenset()  # the table's columns of a numeric type
+        self._counts_unavailable: str | None = None  # why the last read_counts read rows instead
+        self._flagged: frozenset[str] = frozenset()  # indicator attributes thresholded by the database
         self._encoding: TimestampEncoding | None = None
         self._warned_unknown = False
 
@@ -283,6 +298,112 @@ class SqlSource:
             return Batch(frame)
         return filter_window(frame, self.timestamp_column, start, end)
 
+    def read_counts(self, request: CountRequest, start: datetime, end: datetime) -> Batch | None:
+        """The window's distinct combinations of ``request``'s columns with their row counts
+        (:mod:`monitor.sources.counts`), or ``None`` when the database cannot filter this
+        source's timestamps exactly (the caller then reads rows).
+
+        ``None`` when: ``source.aggregate`` is off; the user's query binds ``:start``/``:end``
+        itself; the timestamps are text outside SQLite (no portable exact instant), of mixed or
+        unknown form, or the window is empty; a requested column is missing (the row path then
+        names it).
+        """
+        if not self.config.aggregate or (self._query is not None and self._placeholders):
+            why = "source.aggregate is off" if not self.config.aggregate else "the query binds :start/:end"
+            self._rows_instead(why)
+            return None
+        self._check_sqlite_file()
+        self._deadline, self._interrupted = time.monotonic() + self._timeout, False
+        try:
+            with self._engine.connect() as conn:
+                statement = self._count_statement(conn, request, start, end)
+                if statement is None:
+                    return None
+                frame = pd.read_sql(statement, conn)
+        except SourceError:
+            raise
+        except Exception as exc:
+            self._table, self._encoding = None, None
+            raise SourceError(f"cannot read {self.describe()}: {self._short_cause(exc)}") from None
+        finally:
+            self._deadline = math.inf
+        self._counts_unavailable = None
+        frame = with_missing_flags(frame, request, self._flagged)
+        rejected: Counter[str] = Counter()
+        if INVALID_TIMESTAMP in frame.columns:
+            invalid = frame[INVALID_TIMESTAMP].to_numpy() == 1
+            if invalid.any():
+                rejected["timestamp_invalid"] = int(frame.loc[invalid, WEIGHT].sum())
+            frame = frame.loc[~invalid].drop(columns=INVALID_TIMESTAMP).reset_index(drop=True)
+        return Batch(frame, rejected, counted=True, flagged=self._flagged)
+
+    def _rows_instead(self, why: str) -> None:
+        if why != self._counts_unavailable:  # once per reason, not at every tick
+            logger.info("%s: reading rows, not counts: %s", self.describe(), why)
+            self._counts_unavailable = why
+        return None
+
+    def _count_statement(
+        self, conn: Connection, request: CountRequest, start: datetime, end: datetime
+    ) -> sa.Select[Any] | None:
+        source = self._selectable(conn, request.names)
+        available = set(source.c.keys()) if self._query is None else self._query_columns(conn)
+        if missing := [c for c in request.names if c not in available]:
+            self._rows_instead(f"column(s) {missing} missing")
+            return None
+        self._flagged = flaggable(request, self._numeric if self._query is None else ())
+        encoding = self._timestamp_encoding(conn, source)
+        column = source.c[request.timestamp]
+        instant = self._instant(column, encoding)
+        if encoding is None or instant is None:
+            kind = "no rows yet" if encoding is None else f"timestamps stored as {encoding.kind}"
+            self._rows_instead(f"{kind}: no exact instant to filter on in the database")
+            return None
+        prefilter = invalid = None
+        if encoding.kind in ("iso", "iso_day"):  # SQLite text: the whole-day text range uses an index
+            low, high, sql_type = encoding.bounds(start, end) or (None, None, None)
+            prefilter = sa.and_(
+                column >= sa.bindparam("day_lo", low, type_=sql_type),
+                column < sa.bindparam("day_hi", high, type_=sql_type),
+            )
+            invalid = instant[0].is_(None)
+        return count_statement(
+            source,
+            request,
+            instant,
+            read=(start, end),
+            prefilter=prefilter,
+            invalid=invalid,
+            flagged=self._flagged,
+            sqlite=self._is_sqlite,
+        )
+
+    def _instant(self, column: sa.ColumnElement[Any], encoding: TimestampEncoding | None) -> Instant | None:
+        """The stored timestamp as an exactly comparable instant, with its bound expression."""
+        if encoding is None:
+            return None
+        if encoding.kind in ("epoch", "datetime"):
+
+            def bound(moment: datetime, name: str) -> sa.ColumnElement[Any]:
+                low, _, sql_type = encoding.bounds(moment, moment) or (None, None, None)
+                return sa.bindparam(name, low, type_=sql_type)
+
+            return column, bound
+        if encoding.kind in ("iso", "iso_day") and self._is_sqlite:
+            # SQLite reads both sides alike, to the millisecond (julianday keeps milliseconds)
+            def julian(moment: datetime, name: str) -> sa.ColumnElement[Any]:
+                text = _utc(moment).strftime("%Y-%m-%d %H:%M:%S.%f")
+                return sa.func.julianday(sa.bindparam(name, text, type_=sa.String()))
+
+            return sa.func.julianday(column), julian
+        return None
+
+    def _query_columns(self, conn: Connection) -> set[str]:
+        assert self._query is not None
+        query = sa.text(self._query).columns().subquery("q")
+        probe: sa.Select[Any] = sa.select(sa.literal_column("*")).select_from(query)
+        return set(conn.execute(probe.limit(0)).keys())
+
     # -- statements -----------------------------------------------------------------------------
 
     def _statement(self, conn: Connection, start: datetime, end: datetime) -> sa.Select[Any] | sa.TextClause:
@@ -335,12 +456,12 @@ class SqlSource:
             sa.bindparam("start", low, type_=sql_type), sa.bindparam("end", high, type_=sql_type)
         )
 
-    def _selectable(self, conn: Connection) -> sa.TableClause | sa.Subquery:
-        """The table (reflected, as untyped columns) or the user's query as a subquery ``q``."""
+    def _selectable(self, conn: Connection, names: Sequence[str] = ()) -> sa.TableClause | sa.Subquery:
+        """The table (reflected, as untyped columns) or the user's query as a subquery ``q``
+        (declaring the timestamp column and ``names``)."""
         if self._query is not None:
-            ts = self.timestamp_column
-            textual = sa.text(self._query)
-            return (textual.columns(sa.column(ts)) if ts else textual.columns()).subquery("q")
+            declared = dict.fromkeys([*([self.timestamp_column] if self.timestamp_column else []), *names])
+            return sa.text(self._query).columns(*map(sa.column, declared)).subquery("q")
         if self._table is None:
             self._table = self._reflect(conn)
         return self._table
@@ -353,6 +474,7 @@ class SqlSource:
         except sa.exc.NoSuchTableError as exc:
             raise SourceError(f"table {name!r} not found: {self.describe()}") from exc
         names = [c.name for c in table.columns]
+        self._numeric = numeric_columns(table)
         ts = self.timestamp_column
         if ts is not None and ts not in names:
             raise SourceError(f"column {ts!r} not found in {self.describe()}; its columns are {names}")

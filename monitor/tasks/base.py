@@ -73,11 +73,13 @@ class GroupwiseOptions(TaskOptions):
 class Rows:
     """One cleaning pass over a frame: inputs by name, and bad rows dropped and counted by reason.
 
-    A row rejected for several reasons is counted once, under the first.
+    A row rejected for several reasons is counted once, under the first. With ``weight``, each
+    entry of the frame stands for that many rows (counted by the database) and counts so.
     """
 
-    def __init__(self, frame: pd.DataFrame) -> None:
+    def __init__(self, frame: pd.DataFrame, weight: NDArray[np.float64] | None = None) -> None:
         self.frame = frame
+        self.weight = weight
         self.keep = np.ones(len(frame), dtype=bool)
         self.rejected: Counter[str] = Counter()
         self.inputs: dict[str, InputArray] = {}
@@ -85,7 +87,7 @@ class Rows:
     def reject(self, mask: NDArray[np.bool_], reason: str) -> None:
         new = mask & self.keep
         if new.any():
-            self.rejected[reason] += int(new.sum())
+            self.rejected[reason] += int(new.sum() if self.weight is None else round(self.weight[new].sum()))
             self.keep[new] = False
 
     def numeric(self, column: str) -> NDArray[np.float64]:

@@ -60,7 +60,7 @@ class ScoreTableEvaluator:
         # without scores the 0/1 predictions are the scores, thresholded at 0.5
         y_score = data["y_score"] if has_scores else data["y_pred"]
         y_true = data.get("y_true", np.full(len(y_score), np.nan))
-        table = mc.table_for(y_score, y_true, attributes)
+        table = mc.table_for(y_score, y_true, attributes, sample_weight=data.get("sample_weight"))
         return mc.evaluate(
             table,
             [c for a in attributes for c in a.comparisons],

@@ -1,0 +1,200 @@
+"""Counts, not rows: what an evaluation asks a database for when the task's statistics are counts.
+
+A binary model's metrics depend on its rows only through the number of rows with each
+(score, label, prediction, group memberships) in each window. A :class:`CountRequest` names
+those columns and the windows' time ranges; :func:`count_statement` turns it into one
+``GROUP BY`` a database runs, so that a window of millions of rows comes back as its distinct
+combinations with a row count each (``WEIGHT``), and the rest of the evaluation weighs each
+combination by its count. The values are the row path's, exactly:
+
+- score, label, prediction, model and categorical group columns come back *as stored* (the
+  same values the row path reads, only without repeats), and are cleaned by the same code;
+- an indicator group's columns become 1/0 flags in the database only where the columns are of
+  a numeric type: ``value >= threshold`` (NULL and NaN are not members), with one more 0/1
+  column marking rows that have no value in any of the attribute's columns (the row path's
+  "missing": :func:`with_missing_flags` turns those rows' flags into NaN). On SQLite a stored
+  value that is not a number (text in a REAL column) counts as missing, as the row path's
+  ``to_numeric`` makes it;
+- each time range becomes a 0/1 column ``__in_<i>`` computed from the stored instant, so that
+  one scan serves the outcome and label windows of every configured window.
+
+Everything is SQLAlchemy Core: identifiers quoted by SQLAlchemy, thresholds and time bounds
+bound as parameters, a user's ``query:`` wrapped as a subquery.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import sqlalchemy as sa
+
+__all__ = [
+    "INVALID_TIMESTAMP",
+    "RANGE_PREFIX",
+    "WEIGHT",
+    "CountRequest",
+    "IndicatorFlags",
+    "count_statement",
+    "flaggable",
+    "missing_column",
+    "numeric_columns",
+    "range_column",
+    "with_missing_flags",
+]
+
+#: The row count of each combination.
+WEIGHT = "__rows"
+#: 1 for rows whose stored timestamp the database cannot read as an instant (SQLite text).
+INVALID_TIMESTAMP = "__ts_invalid"
+
+#: ``instant >= bound(moment)``: the stored instant, and a bound expression for a moment.
+Instant = tuple[sa.ColumnElement[Any], Callable[[datetime, str], sa.ColumnElement[Any]]]
+
+
+@dataclass(frozen=True)
+class IndicatorFlags:
+    """An indicator attribute's columns, thresholded into flags by the database."""
+
+    attribute: str
+    columns: tuple[str, ...]
+    threshold: float
+
+
+@dataclass(frozen=True)
+class CountRequest:
+    """The columns an evaluation needs counted, and the time ranges of its windows."""
+
+    timestamp: str
+    columns: tuple[str, ...]  # grouped by as stored
+    indicators: tuple[IndicatorFlags, ...]  # grouped by as flags (where the columns are numeric)
+    ranges: tuple[tuple[datetime, datetime], ...]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every source column the request reads."""
+        flagged = (c for flags in self.indicators for c in flags.columns)
+        return tuple(dict.fromkeys((self.timestamp, *self.columns, *flagged)))
+
+
+def missing_column(index: int) -> str:
+    """1 where the request's ``index``-th indicator attribute has no value in any column."""
+    return f"__missing_{index}"
+
+
+#: The 0/1 columns of the time ranges start with this.
+RANGE_PREFIX = "__in_"
+
+
+def range_column(index: int) -> str:
+    """The 0/1 column of the request's ``index``-th time range."""
+    return f"{RANGE_PREFIX}{index}"
+
+
+def count_statement(
+    source: sa.TableClause | sa.Subquery,
+    request: CountRequest,
+    instant: Instant,
+    *,
+    read: tuple[datetime, datetime],
+    prefilter: sa.ColumnElement[bool] | None = None,
+    invalid: sa.ColumnElement[bool] | None = None,
+    flagged: Collection[str] = (),
+    sqlite: bool,
+) -> sa.Select[Any]:
+    """``SELECT <keys>, count(*) FROM (<keys of each row in read>) GROUP BY <keys>``.
+
+    ``instant`` reads the stored timestamp as something the database compares exactly;
+    ``prefilter`` (an index-friendly condition) is ANDed in; rows where ``invalid`` holds are
+    kept and marked in :data:`INVALID_TIMESTAMP` (they are rejected, as the row path does).
+    The indicator attributes in ``flagged`` (see :func:`flaggable`) become flags; the others'
+    columns are grouped by as stored.
+    """
+    moment, bound = instant
+    keys: list[sa.ColumnElement[Any]] = [source.c[c].label(c) for c in request.columns]
+    for i, flags in enumerate(request.indicators):
+        if flags.attribute in flagged:
+            keys += _flags(source, flags, i, sqlite)
+        else:
+            keys += [source.c[c].label(c) for c in flags.columns if c not in request.columns]
+    for i, (start, end) in enumerate(request.ranges):
+        inside = sa.and_(moment >= bound(start, f"lo_{i}"), moment < bound(end, f"hi_{i}"))
+        keys.append(sa.case((inside, 1), else_=0).label(range_column(i)))
+    lo, hi = read
+    where: sa.ColumnElement[bool] = sa.and_(moment >= bound(lo, "read_lo"), moment < bound(hi, "read_hi"))
+    if invalid is not None:
+        keys.append(sa.case((invalid, 1), else_=0).label(INVALID_TIMESTAMP))
+        where = sa.or_(where, invalid)
+    if prefilter is not None:
+        where = sa.and_(prefilter, where)
+    rows = sa.select(*keys).select_from(source).where(where).subquery("r")
+    return sa.select(*rows.c, sa.func.count().label(WEIGHT)).group_by(*rows.c)
+
+
+def _flags(
+    source: sa.TableClause | sa.Subquery, flags: IndicatorFlags, index: int, sqlite: bool
+) -> list[sa.Label[Any]]:
+    """A 1/0 flag per column, and 1/0 in :func:`missing_column` when no column has a number.
+
+    (Two states per flag and one shared "missing" column keep the combinations few: a NULL
+    flag per missing value would multiply them.)
+    """
+    threshold = sa.bindparam(f"threshold_{index}", flags.threshold, type_=sa.Float())
+    missing = {c: _missing(source.c[c], sqlite) for c in flags.columns}
+    out = [
+        sa.case((sa.and_(sa.not_(missing[c]), source.c[c] >= threshold), 1), else_=0).label(c)
+        for c in flags.columns
+    ]
+    out.append(sa.case((sa.and_(*missing.values()), 1), else_=0).label(missing_column(index)))
+    return out
+
+
+def _missing(column: sa.ColumnElement[Any], sqlite: bool) -> sa.ColumnElement[bool]:
+    """No number: NULL, NaN (PostgreSQL and DuckDB order NaN above every number), or on SQLite a
+    stored value that is not a number."""
+    if sqlite:  # SQLite stores no NaN; text that a REAL column could not convert stays text
+        return sa.or_(column.is_(None), sa.func.typeof(column).not_in(["integer", "real"]))
+    nan = sa.bindparam(None, float("nan"), type_=sa.Float())
+    return sa.or_(column.is_(None), column == nan)
+
+
+def with_missing_flags(frame: pd.DataFrame, request: CountRequest, flagged: Collection[str]) -> pd.DataFrame:
+    """``frame`` with the flags of rows missing an indicator attribute set to NaN (as the rows'
+    own values are), and the "missing" columns dropped."""
+    frame = frame.copy()
+    for i, flags in enumerate(request.indicators):
+        if flags.attribute in flagged:
+            missing = frame.pop(missing_column(i)).to_numpy() == 1
+            for c in flags.columns:
+                frame[c] = np.where(missing, np.nan, frame[c].to_numpy(dtype=np.float64))
+    return frame
+
+
+def flaggable(request: CountRequest, numeric: Collection[str]) -> frozenset[str]:
+    """The indicator attributes whose columns are all of a numeric type: thresholded in the database."""
+    return frozenset(f.attribute for f in request.indicators if all(c in numeric for c in f.columns))
+
+
+def numeric_columns(table: sa.Table) -> frozenset[str]:
+    """The columns of a reflected table whose type holds numbers."""
+    return frozenset(c.name for c in table.columns if _holds_numbers(c.type))
+
+
+def _holds_numbers(sql_type: sa.types.TypeEngine[Any]) -> bool:
+    # Float is no Numeric subclass in every SQLAlchemy 2.x; a type's Python type says it in all
+    if isinstance(sql_type, sa.Boolean):
+        return False
+    try:
+        return issubclass(sql_type.python_type, int | float | Decimal)
+    except NotImplementedError:  # a dialect type without a Python equivalent
+        return False
+
+
+def ranges_of(spans: Sequence[tuple[datetime, datetime]]) -> tuple[tuple[datetime, datetime], ...]:
+    """Distinct ranges, in order."""
+    return tuple(dict.fromkeys(spans))

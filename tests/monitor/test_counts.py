@@ -1,0 +1,278 @@
+"""Counts, not rows: an evaluation from the database's ``GROUP BY`` equals the row path's, exactly.
+
+The reference is the row path (``aggregate: false``), which reads every row and is itself tested
+against hand computations and independent implementations elsewhere. Each log here is dirty on
+purpose: NULL, NaN and out-of-range scores, invalid and probability labels, missing, fractional
+and non-numeric identity values, blank and numeric categories, unreadable timestamps, two models
+in one table, and a label delay so that outcome and label windows differ.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+import uuid
+from collections.abc import Iterator
+from dataclasses import astuple
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+import sqlalchemy as sa
+
+from monitor.config import settings_from_dict
+from monitor.evaluation import build_evaluators
+from monitor.results import ModelEvaluation
+from tests.monitor.test_source_sql import captured_statements
+
+NOW = datetime(2026, 11, 22, 12, tzinfo=UTC)
+IDENTITY = ["male", "female", "black"]
+
+
+def dirty_log(rows: int = 3000, seed: int = 7) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    ts = NOW - timedelta(hours=9) + pd.to_timedelta(np.sort(rng.uniform(0, 9 * 3600, rows)), unit="s")
+    label = (rng.random(rows) < 0.3).astype(float)
+    score = np.round(1 / (1 + np.exp(-(-1 + 2 * label + rng.normal(0, 1, rows)))), 2)
+    frame = pd.DataFrame(
+        {
+            "id": np.arange(rows),
+            "ts": ts.floor("ms"),  # SQLite compares instants to the millisecond
+            "model": np.where(rng.random(rows) < 0.9, "tox", "other"),
+            "score": score,
+            "label": label,
+        }
+    )
+    frame.loc[rng.random(rows) < 0.02, "score"] = np.nan  # score_invalid
+    frame.loc[rng.random(rows) < 0.01, "score"] = 1.5  # score_out_of_range
+    frame.loc[rng.random(rows) < 0.2, "label"] = np.nan  # not arrived yet
+    frame.loc[rng.random(rows) < 0.01, "label"] = 2.0  # label_invalid
+    frame.loc[rng.random(rows) < 0.03, "label"] = 0.7  # a probability: binarised at 0.5
+    for name, p in zip(IDENTITY, (0.3, 0.4, 0.15), strict=True):
+        member = rng.random(rows) < p
+        frame[name] = np.where(
+            member, rng.choice([1.0, 0.5, 0.8], rows), np.where(rng.random(rows) < 0.5, 0.0, 0.2)
+        )
+        frame.loc[rng.random(rows) < 0.2, name] = np.nan
+    frame.loc[frame.index % 7 == 0, IDENTITY] = np.nan  # rows with no identity value at all
+    frame["race"] = rng.choice(["a", "b", "c", "", None], rows, p=[0.5, 0.25, 0.15, 0.05, 0.05])
+    frame["sex"] = rng.choice(["f", "m", None], rows, p=[0.5, 0.45, 0.05])
+    return frame
+
+
+def config(source: dict[str, Any], *, aggregate: bool) -> Any:
+    return settings_from_dict(
+        {
+            "models": [
+                {
+                    "name": "tox",
+                    "source": {**source, "aggregate": aggregate},
+                    "columns": {
+                        "id": "id",
+                        "timestamp": "ts",
+                        "score": "score",
+                        "label": "label",
+                        "model": "model",
+                    },
+                    "score_range": [0, 1],
+                    "groups": [
+                        {"attribute": "identity", "kind": "indicator", "columns": IDENTITY, "threshold": 0.5},
+                        {"attribute": "race", "kind": "categorical", "column": "race", "reference": "a"},
+                        {
+                            "attribute": "race&sex",
+                            "kind": "intersection",
+                            "columns": ["race", "sex"],
+                            "min_size": 40,
+                        },
+                    ],
+                    "windows": [{"name": "1h", "length": "1h"}, {"name": "6h", "length": "6h"}],
+                    "label_delay": "2h",
+                    "min_samples": 30,
+                }
+            ]
+        }
+    )
+
+
+def evaluate(source: dict[str, Any], *, aggregate: bool) -> tuple[ModelEvaluation, list[str]]:
+    """One evaluation, and the statements it sent."""
+    evaluator = build_evaluators(config(source, aggregate=aggregate))["tox"]
+    try:
+        with captured_statements(evaluator.source.engine) as seen:  # type: ignore[attr-defined]
+            result = evaluator.evaluate(NOW)
+        return result, [statement for statement, _ in seen]
+    finally:
+        evaluator.source.close()
+
+
+def comparable(result: ModelEvaluation) -> dict[str, Any]:
+    """Everything an evaluation reports but its timings, NaN made comparable."""
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, float) and math.isnan(value):
+            return "nan"
+        if isinstance(value, tuple | list):
+            return tuple(plain(v) for v in value)
+        return value
+
+    out: dict[str, Any] = {"rows_read": result.rows_read, "rejected": dict(result.rejected)}
+    for w in result.windows:
+        out[w.window] = {
+            "values": sorted(plain(astuple(v)) for v in w.values),
+            "model": sorted(plain(astuple(v)) for v in w.model_values),
+            "groups": sorted(plain(astuple(g)) for g in w.groups),
+            "counts": (w.n_rows, w.n_labeled, w.n_label_rows),
+            "dropped": dict(w.dropped_groups),
+            "missing": dict(w.missing_group_rows),
+        }
+    return out
+
+
+def assert_counted_equals_rows(source: dict[str, Any]) -> list[str]:
+    counted, statements = evaluate(source, aggregate=True)
+    rows, _ = evaluate(source, aggregate=False)
+    assert comparable(counted) == comparable(rows)
+    assert counted.windows[0].values and any(not math.isnan(v.value) for v in counted.windows[1].values)
+    return statements
+
+
+def counted_by_the_database(statements: list[str]) -> bool:
+    return any("GROUP BY" in s and "count(*)" in s for s in statements)
+
+
+# -- SQLite ---------------------------------------------------------------------------------------------
+
+
+def sqlite_log(path: Path, frame: pd.DataFrame, ts_type: str, to_stored: Any) -> str:
+    db = path / f"log-{uuid.uuid4().hex[:6]}.db"
+    columns = ", ".join(
+        f'"{c}" {t}'
+        for c, t in [
+            ("id", "INTEGER"),
+            ("ts", ts_type),
+            ("model", "TEXT"),
+            ("score", "REAL"),
+            ("label", "REAL"),
+            *[(c, "REAL") for c in IDENTITY],
+            ("race", "TEXT"),
+            ("sex", "TEXT"),
+        ]
+    )
+    stored = frame.assign(ts=[to_stored(t) for t in frame["ts"]]).astype(object)
+    stored = stored.where(stored.notna(), None)
+    with sqlite3.connect(db) as conn:
+        conn.execute(f"CREATE TABLE predictions ({columns})")
+        conn.executemany(
+            f"INSERT INTO predictions VALUES ({', '.join('?' * len(stored.columns))})",
+            stored.itertuples(index=False),
+        )
+        # what a REAL column keeps as text, and timestamps nothing can read
+        conn.execute("UPDATE predictions SET male = 'n/a' WHERE id % 97 = 1")
+        conn.execute("UPDATE predictions SET score = 'oops' WHERE id % 89 = 2")
+    return f"sqlite:///{db}"
+
+
+SQLITE_TIMESTAMPS = {
+    "iso-text": ("TEXT", lambda t: t.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"),
+    "iso-space-offset": ("TEXT", lambda t: t.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "+00:00"),
+    "epoch-int": ("INTEGER", lambda t: int(t.timestamp())),
+    "epoch-float": ("REAL", lambda t: t.timestamp()),
+}
+
+
+@pytest.mark.parametrize("storage", SQLITE_TIMESTAMPS)
+def test_sqlite_counts_equal_rows(tmp_path: Path, storage: str) -> None:
+    ts_type, to_stored = SQLITE_TIMESTAMPS[storage]
+    frame = dirty_log()
+    if storage == "epoch-int":
+        frame["ts"] = frame["ts"].dt.floor("s")
+    url = sqlite_log(tmp_path, frame, ts_type, to_stored)
+    statements = assert_counted_equals_rows({"kind": "sql", "url": url, "table": "predictions"})
+    assert counted_by_the_database(statements)
+
+
+def test_sqlite_unreadable_timestamps_are_counted_as_rejected(tmp_path: Path) -> None:
+    frame = dirty_log(1000)
+    url = sqlite_log(tmp_path, frame, "TEXT", SQLITE_TIMESTAMPS["iso-text"][1])
+    with sqlite3.connect(url.removeprefix("sqlite:///")) as conn:
+        conn.execute("UPDATE predictions SET ts = substr(ts, 1, 10) || 'T99:99' WHERE id % 50 = 0")
+    assert_counted_equals_rows({"kind": "sql", "url": url, "table": "predictions"})
+    counted, _ = evaluate({"kind": "sql", "url": url, "table": "predictions"}, aggregate=True)
+    assert counted.rejected["timestamp_invalid"] > 0
+
+
+def test_a_query_source_is_counted_with_its_columns_as_stored(tmp_path: Path) -> None:
+    url = sqlite_log(tmp_path, dirty_log(), "TEXT", SQLITE_TIMESTAMPS["iso-text"][1])
+    source = {"kind": "sql", "url": url, "query": "SELECT * FROM predictions WHERE id % 5 <> 3"}
+    statements = assert_counted_equals_rows(source)
+    assert counted_by_the_database(statements)
+
+
+def test_the_database_returns_far_fewer_rows_than_it_counts(tmp_path: Path) -> None:
+    frame = dirty_log(20_000).assign(model="tox", race="a", sex="f")  # scores and identities vary
+    url = sqlite_log(tmp_path, frame, "TEXT", SQLITE_TIMESTAMPS["iso-text"][1])
+    evaluator = build_evaluators(config({"kind": "sql", "url": url, "table": "predictions"}, aggregate=True))[
+        "tox"
+    ]
+    spans = evaluator.spans(NOW)
+    start = min(s.label_start for s in spans)
+    batch = evaluator._read_counts(
+        tuple(dict.fromkeys(r for s in spans for r in ((s.start, s.end), (s.label_start, s.label_end)))),
+        start,
+        NOW,
+    )
+    assert batch is not None and batch.counted
+    in_window = int(((frame["ts"] >= start) & (frame["ts"] < NOW)).sum())
+    assert batch.n_rows == in_window
+    assert len(batch.frame) < in_window / 2
+
+
+def test_aggregate_false_and_unfilterable_timestamps_read_rows(tmp_path: Path) -> None:
+    url = sqlite_log(tmp_path, dirty_log(500), "TEXT", SQLITE_TIMESTAMPS["iso-text"][1])
+    _, statements = evaluate({"kind": "sql", "url": url, "table": "predictions"}, aggregate=False)
+    assert not counted_by_the_database(statements)
+    mixed = sqlite_log(tmp_path, dirty_log(500), "TEXT", lambda t: "x" if t.minute == 0 else t.isoformat())
+    with sqlite3.connect(mixed.removeprefix("sqlite:///")) as conn:  # text and numbers: no known form
+        conn.execute("UPDATE predictions SET ts = 1 WHERE id = 0")
+    _, statements = evaluate({"kind": "sql", "url": mixed, "table": "predictions"}, aggregate=True)
+    assert not counted_by_the_database(statements)
+
+
+# -- PostgreSQL -----------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def pg_engine(postgres_url: str) -> Iterator[sa.Engine]:
+    engine = sa.create_engine(postgres_url)
+    yield engine
+    engine.dispose()
+
+
+PG_TIMESTAMPS = {
+    "timestamptz": lambda ts: ts,
+    "timestamp": lambda ts: ts.dt.tz_localize(None),
+    "bigint-epoch": lambda ts: ts.dt.floor("s").astype("int64") // 10**9,
+    "float8-epoch": lambda ts: ts.astype("int64") / 1e9,
+    "text-iso": lambda ts: ts.dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+}
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("storage", PG_TIMESTAMPS)
+def test_postgres_counts_equal_rows(postgres_url: str, pg_engine: sa.Engine, storage: str) -> None:
+    frame = dirty_log()
+    if storage == "bigint-epoch":
+        frame["ts"] = frame["ts"].dt.floor("s")
+    frame["ts"] = PG_TIMESTAMPS[storage](frame["ts"])
+    table = f"log {uuid.uuid4().hex[:6]}"
+    frame.to_sql(table, pg_engine, index=False)
+    quoted = pg_engine.dialect.identifier_preparer.quote(table)
+    with pg_engine.begin() as conn:  # NaN, which PostgreSQL stores (and orders above every number)
+        conn.execute(sa.text(f"UPDATE {quoted} SET score = 'NaN' WHERE id % 61 = 4"))
+        conn.execute(sa.text(f"UPDATE {quoted} SET female = 'NaN' WHERE id % 13 = 5"))
+    statements = assert_counted_equals_rows({"kind": "sql", "url": postgres_url, "table": table})
+    # text timestamps have no portable exact instant: read as rows
+    assert counted_by_the_database(statements) == (storage != "text-iso")
