@@ -21,13 +21,16 @@ import pandas as pd
 if TYPE_CHECKING:
     from monitor.sources.counts import CountRequest
 
-__all__ = ["Batch", "CountingSource", "Source", "normalize_timestamps"]
+__all__ = ["WEIGHT", "Batch", "CountingSource", "Source", "normalize_timestamps"]
+
+#: The column of a counted batch holding each combination's row count.
+WEIGHT = "__rows"
 
 
 @dataclass
 class Batch:
     """Rows of a window; or, when ``counted``, their distinct combinations with a row count each
-    (:mod:`monitor.sources.counts`: the count in column ``__rows``, no timestamp column, the
+    (:mod:`monitor.sources.counts`: the count in column :data:`WEIGHT`, no timestamp column, the
     request's time ranges as 0/1 columns)."""
 
     frame: pd.DataFrame
@@ -40,7 +43,7 @@ class Batch:
     def n_rows(self) -> int:
         """The rows the batch stands for."""
         if self.counted:
-            return int(self.frame["__rows"].sum())
+            return int(self.frame[WEIGHT].sum())
         return len(self.frame)
 
 

@@ -34,6 +34,8 @@ import numpy as np
 import pandas as pd
 import sqlalchemy as sa
 
+from monitor.sources.base import WEIGHT
+
 __all__ = [
     "INVALID_TIMESTAMP",
     "RANGE_PREFIX",
@@ -48,8 +50,6 @@ __all__ = [
     "with_missing_flags",
 ]
 
-#: The row count of each combination.
-WEIGHT = "__rows"
 #: 1 for rows whose stored timestamp the database cannot read as an instant (SQLite text).
 INVALID_TIMESTAMP = "__ts_invalid"
 
