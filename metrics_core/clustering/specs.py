@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -17,8 +18,11 @@ from metrics_core.clustering import kernels as C
 from metrics_core.core.spec import FairRange, Input, MetricSpec
 from metrics_core.core.types import BoolArray, Data, FloatArray
 from metrics_core.core.undefined import Undefined
-from metrics_core.engine.groupwise import row_bootstrap
+from metrics_core.engine.cells import Cells, cell_bootstrap
+from metrics_core.engine.groupwise import Resampling
 from metrics_core.stats.distances import kl_divergence_counts, total_variation_counts
+from metrics_core.stats.intervals import normal_interval
+from metrics_core.stats.moments import fieller_interval, mean_and_variance
 from metrics_core.window.groups import BACKGROUND, REST
 from metrics_core.window.pairs import GroupPair
 
@@ -73,6 +77,25 @@ def _silhouette_difference(w: ClusteringWindow, g: Data, r: Data) -> float:
     )
 
 
+def _fieller_distance(
+    w: ClusteringWindow, g: Data, r: Data, level: float, resampling: Resampling
+) -> tuple[float, float]:
+    """Fieller's interval of the ratio of the two sides' mean distances (centres held fixed)."""
+    m_g, v_g, _ = mean_and_variance(np.asarray(g["_distance"], np.float64))
+    m_r, v_r, _ = mean_and_variance(np.asarray(r["_distance"], np.float64))
+    return fieller_interval(m_g, v_g, m_r, v_r, level=level, lower_bound=0.0)
+
+
+def _welch_silhouette(
+    w: ClusteringWindow, g: Data, r: Data, level: float, resampling: Resampling
+) -> tuple[float, float]:
+    """Welch's normal interval of the difference of mean silhouettes (silhouettes held fixed)."""
+    sides = [np.asarray(d["_silhouette"], np.float64) for d in (g, r)]
+    (m_g, v_g, _), (m_r, v_r, _) = (mean_and_variance(s[~np.isnan(s)]) for s in sides)
+    lo, hi = normal_interval(m_g - m_r, v_g + v_r, level=level, bounds=(-2.0, 2.0))
+    return float(lo), float(hi)
+
+
 def _of_counts(kernel: Callable[[FloatArray, FloatArray], float]) -> Statistic:
     """A statistic of the two sides' counts per cluster."""
 
@@ -82,8 +105,27 @@ def _of_counts(kernel: Callable[[FloatArray, FloatArray], float]) -> Statistic:
     return statistic
 
 
+def _cells_of(
+    kernel: Callable[[FloatArray, FloatArray], float],
+) -> Callable[[ClusteringWindow, Data, Data], Cells]:
+    """The two sides' counts per cluster, for the bootstrap of a statistic of them."""
+
+    def cells(w: ClusteringWindow, g: Data, r: Data) -> Cells:
+        return Cells(w.counts(g), w.counts(r), kernel)
+
+    return cells
+
+
+def _kl_of(w: ClusteringWindow) -> Callable[[FloatArray, FloatArray], float]:
+    return partial(kl_divergence_counts, smoothing=w.smoothing)
+
+
 def _kl(w: ClusteringWindow, g: Data, r: Data) -> float:
-    return kl_divergence_counts(w.counts(g), w.counts(r), smoothing=w.smoothing)
+    return _kl_of(w)(w.counts(g), w.counts(r))
+
+
+def _kl_cells(w: ClusteringWindow, g: Data, r: Data) -> Cells:
+    return _cells_of(_kl_of(w))(w, g, r)
 
 
 def _balance_all_groups(w: ClusteringWindow, data: Data, pairs: Sequence[GroupPair]) -> float:
@@ -104,6 +146,7 @@ def _balance_all_groups(w: ClusteringWindow, data: Data, pairs: Sequence[GroupPa
 
 def _distribution_spec(
     statistic: Statistic,
+    cells: Callable[[ClusteringWindow, Data, Data], Cells],
     *,
     name: str,
     ideal: float | None,
@@ -113,7 +156,8 @@ def _distribution_spec(
     formula: str,
     bounds: tuple[float, float],
 ) -> MetricSpec:
-    """A distance or minimum over clusters: basic bootstrap (its plug-in bias would shift a percentile one)."""
+    """A distance or minimum over clusters: basic bootstrap of the counts per cluster (its plug-in bias
+    would shift a percentile interval)."""
     return MetricSpec(
         name=name,
         family="clustering",
@@ -126,7 +170,7 @@ def _distribution_spec(
         interval="bootstrap",
         support=_PER_CLUSTER,
         statistic=statistic,
-        ci=row_bootstrap(statistic, bounds=bounds),
+        ci=cell_bootstrap(cells, bounds=bounds),
         count_support=_per_cluster,
     )
 
@@ -142,9 +186,10 @@ SPECS: list[MetricSpec] = [
         meaning="above 1: the group's rows lie farther from their nearest cluster centre than the reference's",
         formula="mean_{x in G} min_c ||x - mu_c|| / mean_{x in R} min_c ||x - mu_c||, mu_c = window mean of "
         "cluster c unless centers are given",
-        interval="bootstrap",
+        interval="fieller",
         support=("rows, on the smaller side",),
         statistic=_social_fairness_ratio,
+        ci=_fieller_distance,
         count_support=_rows,
     ),
     MetricSpec(
@@ -158,13 +203,15 @@ SPECS: list[MetricSpec] = [
         meaning="negative: the group's rows fit their clusters worse than the reference's",
         formula="mean silhouette(G) - mean silhouette(R), silhouettes of the window (a seeded subsample of "
         "max_rows rows above that); holisticai's code halves it",
-        interval="bootstrap",
+        interval="normal",
         support=("rows with a silhouette, on the smaller side",),
         statistic=_silhouette_difference,
+        ci=_welch_silhouette,
         count_support=_scored_rows,
     ),
     _distribution_spec(
         _of_counts(C.pair_balance),
+        _cells_of(C.pair_balance),
         name="cluster_balance",
         ideal=1.0,
         fair_range=FairRange(0.8, 1.0),
@@ -177,6 +224,7 @@ SPECS: list[MetricSpec] = [
     ),
     _distribution_spec(
         _of_counts(C.min_ratio_of),
+        _cells_of(C.min_ratio_of),
         name="min_cluster_ratio",
         ideal=None,
         fair_range=None,
@@ -188,6 +236,7 @@ SPECS: list[MetricSpec] = [
     ),
     _distribution_spec(
         _of_counts(total_variation_counts),
+        _cells_of(total_variation_counts),
         name="cluster_distribution_total_variation",
         ideal=0.0,
         fair_range=FairRange(0.0, 0.1),
@@ -198,6 +247,7 @@ SPECS: list[MetricSpec] = [
     ),
     _distribution_spec(
         _kl,
+        _kl_cells,
         name="cluster_distribution_kl_divergence",
         ideal=0.0,
         fair_range=FairRange(0.0, 0.02),

@@ -40,7 +40,17 @@ Level = Literal["group", "model"]
 #: families name theirs ("y_class", "user", "item", "rank", "cluster", "features", "text", ...).
 Input = str
 IntervalMethod = Literal[
-    "wilson", "scas", "components", "auc_score", "normal", "bootstrap", "transformed", "permutation", "none"
+    "wilson",
+    "scas",
+    "components",
+    "auc_score",
+    "normal",
+    "fieller",
+    "zou",
+    "bootstrap",
+    "transformed",
+    "permutation",
+    "none",
 ]
 #: Families evaluated from a binary model's score table (:func:`metrics_core.evaluate`).
 SCORE_TABLE_FAMILIES: tuple[Family, ...] = ("classification", "ranking", "model")

@@ -36,12 +36,11 @@ from metrics_core.core.undefined import Undefined, or_nan
 from metrics_core.engine.adjust import Adjustment, Block, adjusted_intervals
 from metrics_core.engine.values import Side, judged_values
 from metrics_core.stats.bootstrap import percentile_interval, resamples_for
-from metrics_core.stats.intervals import basic_interval
 from metrics_core.stats.judge import DEFAULT_MIN_SAMPLES
 from metrics_core.window.groups import Attribute
 from metrics_core.window.pairs import GroupPair, label_coverage, pairs_of
 
-__all__ = ["Resampling", "bootstrap_interval", "evaluate_groupwise", "row_bootstrap"]
+__all__ = ["Resampling", "bootstrap_interval", "evaluate_groupwise"]
 
 Statistic = Callable[[Any, Data, Data], float]
 Interval = Callable[[Any, Data, Data, float, "Resampling"], tuple[float, float]]
@@ -100,26 +99,6 @@ def bootstrap_interval(
     return percentile_interval(stats, level)
 
 
-def row_bootstrap(statistic: Statistic, *, bounds: tuple[float, float]) -> Interval:
-    """A ``ci`` callable: the *basic* bootstrap interval, rows resampled within each side, clipped.
-
-    For unsigned gaps, distances and minima, whose plug-in bias the resamples repeat (two
-    samples of one distribution still differ), the basic interval ``(2t - q_hi, 2t - q_lo)``
-    moves against the bias where the percentile interval would double it.
-    """
-
-    def interval(window: Any, g: Data, r: Data, level: float, resampling: Resampling) -> tuple[float, float]:
-        def bound(g_: Data, r_: Data) -> float:
-            return statistic(window, g_, r_)
-
-        lo, hi = bootstrap_interval(
-            bound, g, r, level=level, n_resamples=resampling.count(level), seed=resampling.seed
-        )
-        return basic_interval(or_nan(bound, g, r), lo, hi, bounds=bounds)
-
-    return interval
-
-
 def evaluate_groupwise(
     window: Any,
     data: Data,
@@ -134,19 +113,24 @@ def evaluate_groupwise(
     labeled: BoolArray | None = None,
     adjust: Adjustment = "none",
     family_size: int | None = None,
+    weight: FloatArray | None = None,
 ) -> Report:
     """Judge every spec for every comparison of ``attributes`` on row-aligned ``data``.
 
     ``fair_ranges`` holds each spec's range, already resolved (see
     :func:`metrics_core.engine.select.fair_ranges_of`); ``labeled`` marks the rows that
     carry a label, for the report's label coverage; ``adjust`` and ``family_size`` the
-    multiplicity adjustment of the alerting values (:mod:`metrics_core.engine.adjust`).
+    multiplicity adjustment of the alerting values (:mod:`metrics_core.engine.adjust`);
+    ``weight`` the rows each entry stands for (counted data: group sizes and coverage count them).
     """
     arrays = {k: np.asarray(v) for k, v in data.items()}
     n = len(next(iter(arrays.values()))) if arrays else 0
     pairs = pairs_of(attributes, n)
+    w = np.ones(n) if weight is None else np.asarray(weight, dtype=np.float64)
     sides = [
-        Side(p.attribute, p.group, p.reference, float(p.group_rows.sum()), float(p.reference_rows.sum()))
+        Side(
+            p.attribute, p.group, p.reference, float(w[p.group_rows].sum()), float(w[p.reference_rows].sum())
+        )
         for p in pairs
     ]
     rows = [(_subset(arrays, p.group_rows), _subset(arrays, p.reference_rows)) for p in pairs]
@@ -182,7 +166,7 @@ def evaluate_groupwise(
         if spec.level == "model"
         for attr in attributes
     ]
-    coverage = {} if labeled is None else label_coverage(attributes, labeled)
+    coverage = {} if labeled is None else label_coverage(attributes, labeled, weight)
     return Report(tuple(values), tuple(model), coverage)
 
 

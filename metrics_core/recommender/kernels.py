@@ -1,4 +1,4 @@
-"""Kernels of the recommender family: a side of a comparison, per-user rates, a user bootstrap.
+"""Kernels of the recommender family: a side of a comparison, per-user rates and sums for the user bootstrap.
 
 A *side* is the log rows of one group (or of its reference): integer user and item codes,
 whether each row counts as a recommendation after binarisation, and the optional score,
@@ -7,18 +7,17 @@ relevance and relevant-item count. Kernels raise :class:`Undefined` with a reaso
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy import sparse
 
-from metrics_core.core.types import BoolArray, Data, FloatArray, IntArray
-from metrics_core.core.undefined import Undefined, or_nan
-from metrics_core.engine.groupwise import Resampling
-from metrics_core.stats.bootstrap import percentile_interval
+from metrics_core.core.types import BoolArray, FloatArray, IntArray
+from metrics_core.core.undefined import Undefined
+from metrics_core.engine.cells import Cells
 
 __all__ = [
     "RATES",
@@ -26,10 +25,14 @@ __all__ = [
     "average_rate_ratio",
     "exposure_counts",
     "item_counts",
+    "mean_of_sums",
     "mean_score_difference",
     "side_of",
-    "user_bootstrap",
+    "user_cells",
+    "user_exposure",
+    "user_rate_sums",
     "user_rates",
+    "user_sums",
 ]
 
 RATES = ("precision", "recall", "f1")
@@ -134,56 +137,57 @@ def average_rate_ratio(g: Side, r: Side, rate: str) -> float:
     return means[0] / means[1]
 
 
-class _UserResampler:
-    """Draws users with replacement and returns all their rows (a cluster bootstrap)."""
-
-    def __init__(self, d: Data) -> None:
-        self.d = d
-        user = np.asarray(d["user"], dtype=np.int64)
-        self.order = np.argsort(user, kind="stable")
-        counts = np.bincount(user) if user.size else np.zeros(0, dtype=np.int64)
-        self.counts = counts
-        self.starts = np.concatenate(([0], np.cumsum(counts)[:-1])) if counts.size else counts
-        self.users = np.flatnonzero(counts)
-
-    def draw(self, rng: np.random.Generator) -> dict[str, NDArray[np.generic]]:
-        picked = self.users[rng.integers(0, self.users.size, self.users.size)]
-        lengths = self.counts[picked]
-        offsets = np.cumsum(lengths) - lengths
-        positions = np.repeat(self.starts[picked] - offsets, lengths) + np.arange(int(lengths.sum()))
-        rows = self.order[positions]
-        out = {k: np.asarray(v)[rows] for k, v in self.d.items()}
-        out["user"] = np.repeat(np.arange(picked.size), lengths)  # a user drawn twice is two users
-        return out
+def _compact(user: IntArray) -> tuple[IntArray, int]:
+    """Users renumbered ``0..u-1`` (each row's), and ``u``."""
+    present, index = np.unique(user, return_inverse=True)
+    return index.astype(np.int64), int(present.size)
 
 
-def user_bootstrap(
-    statistic: Callable[[Any, Data, Data], float], *, basic_bounds: tuple[float, float] | None = None
-) -> Callable[[Any, Data, Data, float, Resampling], tuple[float, float]]:
-    """A ``ci`` callable: bootstrap with *users* resampled within the group and within the reference.
+def user_sums(side: Side, columns: Mapping[str, FloatArray]) -> FloatArray:
+    """Per user of the side, the sum of each row column: a ``(users, columns)`` array."""
+    index, u = _compact(side.user)
+    return np.column_stack([_bincount(index, values, u) for values in columns.values()]).reshape(
+        u, len(columns)
+    )
 
-    Log rows of one user are not independent (one list, one person); resampling rows
-    would cut lists apart and understate the variance. Percentile interval, or the basic
-    interval clipped to ``basic_bounds`` when given (see :func:`percentile_interval`).
+
+def user_rate_sums(side: Side, rate: str) -> FloatArray:
+    """Per user with a defined ``rate``: ``(rate, 1)``; else ``(0, 0)`` - weighted sums give the mean."""
+    values = user_rates(side)[rate]
+    defined = ~np.isnan(values)
+    return np.column_stack([np.where(defined, values, 0.0), defined.astype(np.float64)])
+
+
+def user_exposure(side: Side, support: BoolArray) -> sparse.csr_matrix:
+    """Recommendations per (user, item of ``support``): exposure is the sum over users."""
+    index, u = _compact(side.user)
+    column = np.cumsum(support) - 1
+    rows = side.rec & support[side.item]
+    return sparse.csr_matrix(
+        (np.ones(int(rows.sum())), (index[rows], column[side.item[rows]])), shape=(u, int(support.sum()))
+    )
+
+
+def mean_of_sums(sums: FloatArray, who: str, what: str) -> float:
+    """``total / count`` from a side's weighted ``(total, count)`` sums."""
+    if sums[1] <= 0:
+        raise Undefined(f"the {who} has no {what}")
+    return float(sums[0] / sums[1])
+
+
+def user_cells(g: Any, r: Any, statistic: Callable[[FloatArray, FloatArray], float]) -> Cells:
+    """The user bootstrap as cells: every user one cell holding their rows' sums ``g``, ``r``.
+
+    Log rows of one user are not independent (one list, one person); resampling rows would
+    cut lists apart and understate the variance, so users are resampled within each side.
+    A statistic of the two sides' summed rows (``statistic(sum_G, sum_R)``) of a resample
+    with user multiplicities ``w`` is ``statistic(g.T @ w_G, r.T @ w_R)``.
     """
 
-    def interval(window: Any, g: Data, r: Data, level: float, resampling: Resampling) -> tuple[float, float]:
-        if not np.asarray(g["user"]).size or not np.asarray(r["user"]).size:
-            return math.nan, math.nan
-        rng = np.random.default_rng(resampling.seed)
-        sides = _UserResampler(g), _UserResampler(r)
-        stats = np.array(
-            [
-                or_nan(statistic, window, sides[0].draw(rng), sides[1].draw(rng))
-                for _ in range(resampling.count(level))
-            ]
-        )
-        if basic_bounds is None:
-            return percentile_interval(stats, level)
-        estimate = or_nan(statistic, window, g, r)
-        return percentile_interval(stats, level, estimate=estimate, bounds=basic_bounds)
+    def of_weights(w_g: FloatArray, w_r: FloatArray) -> float:
+        return statistic(np.asarray(g.T @ w_g).ravel(), np.asarray(r.T @ w_r).ravel())
 
-    return interval
+    return Cells(np.ones(g.shape[0]), np.ones(r.shape[0]), of_weights)
 
 
 # --- model-level kernels ---

@@ -17,6 +17,8 @@ import numpy as np
 
 from metrics_core.core.spec import FairRange, Input, MetricSpec
 from metrics_core.core.types import BoolArray, Data, FloatArray
+from metrics_core.core.undefined import Undefined
+from metrics_core.engine.cells import Cells, cell_bootstrap
 from metrics_core.recommender import kernels as K
 from metrics_core.stats.distances import kl_divergence_counts, total_variation_counts
 from metrics_core.window.pairs import GroupPair
@@ -69,16 +71,60 @@ def _mean_score_difference(w: RecommenderWindow, g: Data, r: Data) -> float:
 
 
 def _exposure_tv(w: RecommenderWindow, g: Data, r: Data) -> float:
-    return total_variation_counts(w.exposure(g), w.exposure(r))
+    return _tv_of(w, w.exposure(g), w.exposure(r))
 
 
 def _exposure_kl(w: RecommenderWindow, g: Data, r: Data) -> float:
-    return kl_divergence_counts(w.exposure(g), w.exposure(r), smoothing=w.smoothing)
+    return _kl_of(w, w.exposure(g), w.exposure(r))
+
+
+def _scores_cells(w: RecommenderWindow, g: Data, r: Data) -> Cells:
+    def sums(d: Data) -> FloatArray:
+        side = K.side_of(d)
+        if side.y_score is None:
+            raise Undefined("no score column (y_score)")
+        scored = ~np.isnan(side.y_score)
+        return K.user_sums(side, {"score": np.where(scored, side.y_score, 0.0), "rows": scored.astype(float)})
+
+    def difference(s_g: FloatArray, s_r: FloatArray) -> float:
+        what = "scored row"
+        return K.mean_of_sums(s_g, "group", what) - K.mean_of_sums(s_r, "reference", what)
+
+    return K.user_cells(sums(g), sums(r), difference)
+
+
+def _exposure_cells(
+    distance: Callable[[RecommenderWindow, FloatArray, FloatArray], float],
+) -> Callable[..., Cells]:
+    def cells(w: RecommenderWindow, g: Data, r: Data) -> Cells:
+        g_, r_ = (K.user_exposure(K.side_of(d), w.support_items) for d in (g, r))
+        return K.user_cells(g_, r_, lambda e_g, e_r: distance(w, e_g, e_r))
+
+    return cells
+
+
+def _tv_of(w: RecommenderWindow, e_g: FloatArray, e_r: FloatArray) -> float:
+    return total_variation_counts(e_g, e_r)
+
+
+def _kl_of(w: RecommenderWindow, e_g: FloatArray, e_r: FloatArray) -> float:
+    return kl_divergence_counts(e_g, e_r, smoothing=w.smoothing)
 
 
 def _rate_ratio(rate: str) -> MetricSpec:
     def statistic(w: RecommenderWindow, g: Data, r: Data) -> float:
         return K.average_rate_ratio(K.side_of(g), K.side_of(r), rate)
+
+    def ratio(s_g: FloatArray, s_r: FloatArray) -> float:
+        what = f"user with a defined {rate}"
+        m_g, m_r = K.mean_of_sums(s_g, "group", what), K.mean_of_sums(s_r, "reference", what)
+        if m_r == 0:
+            raise Undefined(f"the reference's average {rate} is 0")
+        return m_g / m_r
+
+    def cells(w: RecommenderWindow, g: Data, r: Data) -> Cells:
+        g_, r_ = (K.user_rate_sums(K.side_of(d), rate) for d in (g, r))
+        return K.user_cells(g_, r_, ratio)
 
     def users(w: RecommenderWindow, g: Data, r: Data) -> float:
         return float(min(np.count_nonzero(~np.isnan(K.user_rates(K.side_of(d))[rate])) for d in (g, r)))
@@ -101,7 +147,7 @@ def _rate_ratio(rate: str) -> MetricSpec:
         interval="bootstrap",
         support=_USERS,
         statistic=statistic,
-        ci=K.user_bootstrap(statistic),
+        ci=cell_bootstrap(cells),
         count_support=users,
     )
 
@@ -159,7 +205,7 @@ SPECS: list[MetricSpec] = [
         interval="bootstrap",
         support=("users with a scored row, on the smaller side",),
         statistic=_mean_score_difference,
-        ci=K.user_bootstrap(_mean_score_difference),
+        ci=cell_bootstrap(_scores_cells),
         count_support=_scored_users,
     ),
     MetricSpec(
@@ -175,7 +221,7 @@ SPECS: list[MetricSpec] = [
         interval="bootstrap",
         support=_PER_ITEM,
         statistic=_exposure_tv,
-        ci=K.user_bootstrap(_exposure_tv, basic_bounds=(0.0, 1.0)),
+        ci=cell_bootstrap(_exposure_cells(_tv_of), bounds=(0.0, 1.0)),
         count_support=_per_item,
     ),
     MetricSpec(
@@ -190,7 +236,7 @@ SPECS: list[MetricSpec] = [
         interval="bootstrap",
         support=_PER_ITEM,
         statistic=_exposure_kl,
-        ci=K.user_bootstrap(_exposure_kl, basic_bounds=(0.0, math.inf)),
+        ci=cell_bootstrap(_exposure_cells(_kl_of), bounds=(0.0, math.inf)),
         count_support=_per_item,
     ),
     *(_rate_ratio(rate) for rate in K.RATES),

@@ -23,6 +23,9 @@ QUANTILES: tuple[float, ...] = (0.5, 0.8, 0.9)
 NO_DI_GRID: FloatArray = np.round(np.linspace(1.0, 0.0, 101), 2)
 #: The disparate-impact range the no-disparate-impact level searches for (closed).
 DEFAULT_NO_DI_BOUNDS: tuple[float, float] = (0.8, 1.25)
+#: The most cells the rank statistics' bootstrap counts rows in: the window's distinct predictions
+#: up to this many (exact), else as many bins between the window's quantiles (within a computed bound).
+MAX_CELLS = 2048
 
 
 def as_targets(y_true: ArrayLike, n: int) -> FloatArray:
@@ -198,11 +201,11 @@ def statistical_parity_auc(g: Data, r: Data, window_sorted: FloatArray) -> float
 
 def error_ratio(g: Data, r: Data, power: int) -> float:
     """RMSE ratio (``power=2``) or MAE ratio (``power=1``) on labeled rows."""
-    (sg, tg), (sr, tr) = labeled(g), labeled(r)
-    _nonempty(sg, sr, "labeled rows")
+    e_g, e_r = errors(g, power), errors(r, power)
+    _nonempty(e_g, e_r, "labeled rows")
     name = "RMSE" if power == 2 else "MAE"
-    eg = math.pow(float(np.mean(np.abs(tg - sg) ** power)), 1 / power)
-    er = math.pow(float(np.mean(np.abs(tr - sr) ** power)), 1 / power)
+    eg = math.pow(float(np.mean(e_g)), 1 / power)
+    er = math.pow(float(np.mean(e_r)), 1 / power)
     if er == 0:
         raise Undefined(f"the reference's predictions are exact on its labeled rows ({name} 0)")
     return eg / er
@@ -218,7 +221,83 @@ def _pearson(s: FloatArray, t: FloatArray, side: str) -> float:
     return float((ds * dt).sum() / math.sqrt(float((ds**2).sum() * (dt**2).sum())))
 
 
-def correlation_difference(g: Data, r: Data) -> float:
+def correlations(g: Data, r: Data) -> tuple[float, int, float, int]:
+    """``(corr_G, n_G, corr_R, n_R)``: each side's Pearson correlation and labeled rows."""
     (sg, tg), (sr, tr) = labeled(g), labeled(r)
     _nonempty(sg, sr, "labeled rows")
-    return _pearson(sg, tg, "group") - _pearson(sr, tr, "reference")
+    return _pearson(sg, tg, "group"), sg.size, _pearson(sr, tr, "reference"), sr.size
+
+
+def correlation_difference(g: Data, r: Data) -> float:
+    r_g, _, r_r, _ = correlations(g, r)
+    return r_g - r_r
+
+
+def errors(d: Data, power: int) -> FloatArray:
+    """``|y - ŷ| ** power`` of a side's labeled rows (the terms of its MAE or MSE)."""
+    s, t = labeled(d)
+    out: FloatArray = np.abs(t - s) ** power
+    return out
+
+
+# --- the rank statistics of counts over cells (the bootstrap's view of a side) ---
+
+
+def cell_starts(sorted_scores: FloatArray, max_cells: int = MAX_CELLS) -> tuple[FloatArray, bool]:
+    """The cells' lower edges over a window's sorted predictions, and whether each cell is one value.
+
+    Every distinct prediction when there are at most ``max_cells``; otherwise the distinct
+    quantiles of the window at ``max_cells`` equal steps (each cell holds ~1/max_cells of it).
+    """
+    distinct = np.unique(sorted_scores)
+    if distinct.size <= max_cells:
+        return distinct, True
+    return np.unique(np.quantile(sorted_scores, np.linspace(0.0, 1.0, max_cells, endpoint=False))), False
+
+
+def cell_counts(values: FloatArray, starts: FloatArray) -> FloatArray:
+    """Rows of ``values`` per cell (a cell runs from its start to the next one's)."""
+    index = np.searchsorted(starts, values, side="right") - 1
+    return np.bincount(np.maximum(index, 0), minlength=starts.size).astype(np.float64)
+
+
+def _suffix_shares(counts: FloatArray, who: str) -> FloatArray:
+    total = float(counts.sum())
+    if total <= 0:
+        raise Undefined(f"the {who} has no rows")
+    shares: FloatArray = np.cumsum(counts[::-1])[::-1] / total
+    return shares
+
+
+def max_statistical_parity_of_counts(c_g: FloatArray, c_r: FloatArray) -> float:
+    """:func:`max_statistical_parity` of rows counted over ascending cells (each cell one value)."""
+    return float(np.abs(_suffix_shares(c_g, "group") - _suffix_shares(c_r, "reference")).max())
+
+
+def statistical_parity_auc_of_counts(c_g: FloatArray, c_r: FloatArray, reach: FloatArray) -> float:
+    """:func:`statistical_parity_auc` of rows counted over ascending cells whose values reach ``reach``.
+
+    On ``(reach[j-1], reach[j]]`` a row succeeds iff it lies in cell ``j`` or above.
+    """
+    gap = np.abs(_suffix_shares(c_g, "group") - _suffix_shares(c_r, "reference"))
+    return float((np.diff(reach) * gap[1:]).sum())
+
+
+def _worst_share(c_g: FloatArray, c_r: FloatArray) -> FloatArray:
+    worst: FloatArray = np.maximum(c_g / max(float(c_g.sum()), 1.0), c_r / max(float(c_r.sum()), 1.0))
+    return worst
+
+
+def max_gap_slack(c_g: FloatArray, c_r: FloatArray) -> float:
+    """How far :func:`max_statistical_parity_of_counts` can be from the rows' value when cells are bins.
+
+    Counting a bin's rows at its lower edge moves each side's share above a threshold inside
+    the bin by at most the bin's share of that side, both the same way, so the gap moves by
+    at most ``max_j max(p_G(j), p_R(j))``.
+    """
+    return float(_worst_share(c_g, c_r).max(initial=0.0))
+
+
+def area_slack(c_g: FloatArray, c_r: FloatArray, widths: FloatArray) -> float:
+    """As :func:`max_gap_slack` for the area: the gap moves only over a bin's quantile levels, ``widths``."""
+    return float((widths * _worst_share(c_g, c_r)).sum())

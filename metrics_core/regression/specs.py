@@ -8,17 +8,24 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from metrics_core.core.spec import FairRange, Input, IntervalMethod, MetricSpec
 from metrics_core.core.types import Data, FloatArray
-from metrics_core.engine.groupwise import Resampling, row_bootstrap
+from metrics_core.engine.cells import Cells, cell_bootstrap
+from metrics_core.engine.groupwise import Resampling
 from metrics_core.regression import kernels as k
 from metrics_core.regression.kernels import NO_DI_GRID, QUANTILES
 from metrics_core.stats.contrasts import Contrast, Method, contrast_interval
 from metrics_core.stats.intervals import normal_interval
+from metrics_core.stats.moments import (
+    cohens_d_interval,
+    correlation_difference_interval,
+    fieller_interval,
+    mean_and_variance,
+)
 
 __all__ = ["SPECS", "RegressionWindow"]
 
@@ -43,6 +50,9 @@ class RegressionWindow:
     grid_thresholds: FloatArray  # thresholds of NO_DI_GRID
     no_di_bounds: tuple[float, float]
     method: Method = "fixed"  # the count-based intervals: fixed-sample, or anytime-valid sequences
+    cell_starts: FloatArray = field(default_factory=lambda: np.zeros(0))  # the rank statistics' cells
+    exact_cells: bool = True  # each cell is one prediction (else a bin between window quantiles)
+    cell_reach: FloatArray = field(default_factory=lambda: np.zeros(0))  # quantile level each start reaches
 
     @classmethod
     def of(
@@ -54,7 +64,17 @@ class RegressionWindow:
         else:
             thresholds, grid = np.full(len(QUANTILES), np.nan), np.full(NO_DI_GRID.size, np.nan)
         by_level = dict(zip(QUANTILES, thresholds.tolist(), strict=True))
-        return cls(np.sort(scores), by_level, grid, no_di_bounds, method)
+        ordered = np.sort(scores)
+        starts, exact = k.cell_starts(ordered)
+        reach = k.quantile_reach(starts, ordered)
+        return cls(ordered, by_level, grid, no_di_bounds, method, starts, exact, reach)
+
+    def cells(self, g: Data, r: Data, statistic: Callable[[FloatArray, FloatArray], float]) -> Cells:
+        return Cells(
+            k.cell_counts(k.scores(g), self.cell_starts),
+            k.cell_counts(k.scores(r), self.cell_starts),
+            statistic,
+        )
 
 
 def _rows(w: RegressionWindow, g: Data, r: Data) -> float:
@@ -78,6 +98,50 @@ def _counts_ci(contrast: Contrast, q: float) -> Interval:
         return float(lo), float(hi)
 
     return ci
+
+
+def _fieller(values: Callable[[Data], FloatArray], *, root: bool = False) -> Interval:
+    """Fieller's interval of the ratio of the two sides' means of ``values`` (of its square root)."""
+
+    def ci(
+        w: RegressionWindow, g: Data, r: Data, level: float, resampling: Resampling
+    ) -> tuple[float, float]:
+        m_g, v_g, _ = mean_and_variance(values(g))
+        m_r, v_r, _ = mean_and_variance(values(r))
+        lo, hi = fieller_interval(m_g, v_g, m_r, v_r, level=level, lower_bound=0.0)
+        return (math.sqrt(lo), math.sqrt(hi)) if root else (lo, hi)
+
+    return ci
+
+
+def _cohens_d(
+    w: RegressionWindow, g: Data, r: Data, level: float, resampling: Resampling
+) -> tuple[float, float]:
+    return cohens_d_interval(k.zscore_difference(g, r), k.scores(g).size, k.scores(r).size, level=level)
+
+
+def _zou(w: RegressionWindow, g: Data, r: Data, level: float, resampling: Resampling) -> tuple[float, float]:
+    return correlation_difference_interval(*k.correlations(g, r), level=level)
+
+
+def _max_gap_cells(w: RegressionWindow, g: Data, r: Data) -> Cells:
+    cells = w.cells(g, r, k.max_statistical_parity_of_counts)
+    if w.exact_cells:
+        return cells
+    slack = k.max_gap_slack(cells.group, cells.reference)
+    return replace(cells, estimate=k.max_statistical_parity(g, r), slack=slack)
+
+
+def _area_cells(w: RegressionWindow, g: Data, r: Data) -> Cells:
+    def statistic(c_g: FloatArray, c_r: FloatArray) -> float:
+        return k.statistical_parity_auc_of_counts(c_g, c_r, w.cell_reach)
+
+    cells = w.cells(g, r, statistic)
+    if w.exact_cells:
+        return cells
+    widths = np.diff(np.append(w.cell_reach, 1.0))
+    slack = k.area_slack(cells.group, cells.reference, widths)
+    return replace(cells, estimate=_sp_auc(w, g, r), slack=slack)
 
 
 def _welch(
@@ -219,9 +283,10 @@ SPECS: list[MetricSpec] = [
         ideal=1.0,
         fair_range=_RATIO,
         source=_HOLISTIC,
-        interval="bootstrap",
+        interval="fieller",
         meaning="below 1: the group's mean prediction is below its reference's (defined for non-negative predictions)",
         formula="mean(ŷ | G) / mean(ŷ | R)",
+        ci=_fieller(k.scores),
     ),
     _spec(
         _rows_of(k.zscore_difference),
@@ -231,9 +296,10 @@ SPECS: list[MetricSpec] = [
         fair_range=FairRange(-0.2, 0.2),
         source="Cohen (1988): 0.2 is a small effect; the statistic is Cohen's d of the predictions "
         "(holisticai documentation: [-0.1, 0.1])",
-        interval="bootstrap",
+        interval="normal",
         meaning="negative: the group's predictions are lower, in pooled standard deviations",
         formula="(mean_G - mean_R) / sqrt((SS_G + SS_R) / (n_G + n_R - 2))",
+        ci=_cohens_d,
     ),
     # unsigned gaps are biased upward (two samples of one distribution still differ): the basic
     # interval moves against that bias where the percentile interval would double it
@@ -247,7 +313,7 @@ SPECS: list[MetricSpec] = [
         interval="bootstrap",
         meaning="largest gap between the shares of the group and of its reference above a common threshold (unsigned)",
         formula="max over thresholds t of abs(P(ŷ >= t | G) - P(ŷ >= t | R))",
-        ci=row_bootstrap(_rows_of(k.max_statistical_parity), bounds=(0.0, 1.0)),
+        ci=cell_bootstrap(_max_gap_cells, bounds=(0.0, 1.0)),
     ),
     _spec(
         _sp_auc,
@@ -259,7 +325,7 @@ SPECS: list[MetricSpec] = [
         interval="bootstrap",
         meaning="mean over the window's quantile levels of the absolute selection-rate gap (unsigned)",
         formula="integral over q in [0, 1] of abs(SR_G(Q(q)) - SR_R(Q(q))) dq",
-        ci=row_bootstrap(_sp_auc, bounds=(0.0, 1.0)),
+        ci=cell_bootstrap(_area_cells, bounds=(0.0, 1.0)),
     ),
     _spec(
         _rows_of(lambda g, r: k.error_ratio(g, r, 2)),
@@ -268,9 +334,10 @@ SPECS: list[MetricSpec] = [
         ideal=1.0,
         fair_range=_RATIO,
         source=f"holisticai documentation; {_SYMMETRIC}",
-        interval="bootstrap",
+        interval="fieller",
         meaning="above 1: the group's predictions are further from the target than its reference's",
         formula="RMSE_G / RMSE_R on labeled rows",
+        ci=_fieller(lambda d: k.errors(d, 2), root=True),
     ),
     _spec(
         _rows_of(lambda g, r: k.error_ratio(g, r, 1)),
@@ -279,9 +346,10 @@ SPECS: list[MetricSpec] = [
         ideal=1.0,
         fair_range=_RATIO,
         source=f"holisticai documentation; {_SYMMETRIC}",
-        interval="bootstrap",
+        interval="fieller",
         meaning="above 1: the group's predictions are further from the target than its reference's",
         formula="MAE_G / MAE_R on labeled rows",
+        ci=_fieller(lambda d: k.errors(d, 1)),
     ),
     _spec(
         _rows_of(k.correlation_difference),
@@ -290,8 +358,9 @@ SPECS: list[MetricSpec] = [
         ideal=0.0,
         fair_range=FairRange(-0.1, 0.1),
         source=_HOLISTIC,
-        interval="bootstrap",
+        interval="zou",
         meaning="negative: the predictions track the target less closely in the group than in its reference",
         formula="corr(ŷ, y | G) - corr(ŷ, y | R), Pearson, labeled rows",
+        ci=_zou,
     ),
 ]

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from metrics_core.core.types import BoolArray, Data, IntArray
 from metrics_core.window.groups import BACKGROUND, REST, Attribute, membership
@@ -72,14 +72,17 @@ def distinct_groups(pairs: Sequence[GroupPair]) -> list[tuple[str, BoolArray]]:
     return [(name, rows) for name, rows in seen.items() if rows.any()]
 
 
-def label_coverage(attributes: Sequence[Attribute], labeled: BoolArray) -> dict[str, float]:
-    """Share of each compared group's rows that carry a label, by comparison key."""
+def label_coverage(
+    attributes: Sequence[Attribute], labeled: BoolArray, weight: NDArray[np.float64] | None = None
+) -> dict[str, float]:
+    """Share of each compared group's rows that carry a label, by comparison key (``weight``: rows per entry)."""
+    w = np.ones(labeled.shape[0]) if weight is None else weight
     out: dict[str, float] = {}
     for attr in attributes:
         for c in attr.comparisons:
             mask = np.asarray(attr.masks[c.key], dtype=bool)
-            n = int(mask.sum())
-            out[c.key] = float(labeled[mask].sum() / n) if n else math.nan
+            n = float(w[mask].sum())
+            out[c.key] = float(w[mask & labeled].sum() / n) if n else math.nan
     return out
 
 

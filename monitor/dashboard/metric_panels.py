@@ -44,6 +44,9 @@ class MetricPlan:
 
 # --- which metrics, with which ranges -------------------------------------------------------
 
+#: Interval methods named after people, as a reader expects them written.
+_METHOD_NAMES = {"wilson": "Wilson", "fieller": "Fieller", "zou": "Zou (Fisher z)"}
+
 
 def metric_plans(settings: Settings | None) -> list[MetricPlan]:
     """Every registry metric; with ``settings``, the metrics its models compute (:func:`metrics_for`)."""
@@ -81,7 +84,8 @@ def metric_panel(plan: MetricPlan) -> Panel:
         overrides += [
             override("byFrameRefID", ref, custom__lineStyle=DOTTED, custom__hideFrom=hidden) for ref in "BC"
         ]
-        notes.append(f"Dotted: the bounds of the {spec.interval} confidence interval.")
+        method = _METHOD_NAMES.get(spec.interval, spec.interval)
+        notes.append(f"Dotted: the bounds of the {method} confidence interval.")
     fixed = plan.fixed_range
     custom: dict[str, Any] = {}
     if fixed is not None:
