@@ -1,9 +1,10 @@
 """Which evaluations the database may count instead of returning rows, and what it counts.
 
 A model's windows can be computed from counts (:mod:`monitor.sources.counts`) when its task's
-statistics are counts - the binary task: every metric comes from a score table, which counts
-rows by (score, label, group) - and its labels come with its predictions (a separate label
-source is joined row by row, in Python). Everything else reads rows.
+statistics are counts - the binary task (every metric comes from a score table, which counts
+rows by score, label and group) and the multiclass task (confusion counts by predicted class,
+true class and group) - and its labels come with its predictions (a separate label source is
+joined row by row, in Python). Everything else reads rows.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from monitor.sources.counts import CountRequest, IndicatorFlags
 __all__ = ["count_request", "counts_suffice"]
 
 #: Tasks whose every statistic is a count of rows by the columns the task reads.
-COUNTED_TASKS = frozenset({"binary"})
+COUNTED_TASKS = frozenset({"binary", "multiclass"})
 
 
 def counts_suffice(model: ModelConfig, label_source: Source | None) -> bool:

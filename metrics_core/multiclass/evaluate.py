@@ -8,10 +8,11 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from metrics_core.core.results import Report
+from metrics_core.core.validation import as_weights
 from metrics_core.engine.adjust import Adjustment
 from metrics_core.engine.groupwise import evaluate_groupwise
 from metrics_core.engine.select import FairRangeOverrides, fair_ranges_of, select_specs
-from metrics_core.multiclass.specs import SPECS, MulticlassWindow
+from metrics_core.multiclass.specs import SPECS, WEIGHT, MulticlassWindow
 from metrics_core.stats.contrasts import Method
 from metrics_core.stats.judge import DEFAULT_MIN_SAMPLES
 from metrics_core.window.groups import Attribute
@@ -43,7 +44,9 @@ def evaluate(
 
     ``data["y_pred"]`` holds predicted class labels (text or integers, no missing values);
     optional ``data["y_true"]`` the true labels, None/NaN where not yet known. The classes
-    are every class seen in the window, or ``classes``. Model-level values (all-pairs mean
+    are every class seen in the window, or ``classes``. Optional ``data["sample_weight"]``: how
+    many rows each entry stands for, for data already counted by (prediction, label, groups) -
+    the values are those of the rows. Model-level values (all-pairs mean
     and max) come per attribute. Intervals: a Poisson bootstrap of the group's and the
     reference's count cells (``n_resamples``, ``seed``), basic interval.
 
@@ -65,7 +68,11 @@ def evaluate(
     specs = select_specs(SPECS, metrics, available=available, family="multiclass")
     enc = encode_labels(data["y_pred"], data.get("y_true"), classes=classes)
     arrays: dict[str, NDArray[np.generic]] = {"y_pred": enc.y_pred, "y_true": enc.y_true}
-    check_attribute_rows(attributes, enc.y_pred.shape[0])
+    n = enc.y_pred.shape[0]
+    weight = as_weights(data.get("sample_weight"), n)
+    if weight is not None:
+        arrays[WEIGHT] = weight
+    check_attribute_rows(attributes, n)
     return evaluate_groupwise(
         MulticlassWindow(enc.classes),
         arrays,
@@ -79,4 +86,5 @@ def evaluate(
         adjust=adjust,
         family_size=family_size,
         labeled=enc.y_true >= 0 if "y_true" in available else None,
+        weight=weight,
     )

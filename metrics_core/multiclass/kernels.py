@@ -20,12 +20,20 @@ FloatArray = NDArray[np.float64]
 Kernel = Callable[[FloatArray, FloatArray], FloatArray]
 
 
-def cells(y_pred: NDArray[np.generic], y_true: NDArray[np.generic], n_classes: int) -> FloatArray:
-    """Counts (C, C + 1) of predicted class x true class; true code -1 (unlabeled) goes last."""
+def cells(
+    y_pred: NDArray[np.generic],
+    y_true: NDArray[np.generic],
+    n_classes: int,
+    weight: NDArray[np.float64] | None = None,
+) -> FloatArray:
+    """Counts (C, C + 1) of predicted class x true class; true code -1 (unlabeled) goes last.
+
+    ``weight``: the rows each entry stands for (counted data), 1 each by default.
+    """
     pred = np.asarray(y_pred, dtype=np.int64)
     true = np.asarray(y_true, dtype=np.int64)
     flat = pred * (n_classes + 1) + np.where(true < 0, n_classes, true)
-    counts = np.bincount(flat, minlength=n_classes * (n_classes + 1))
+    counts = np.bincount(flat, weights=weight, minlength=n_classes * (n_classes + 1))
     return counts.reshape(n_classes, n_classes + 1).astype(np.float64)
 
 

@@ -21,7 +21,10 @@ from metrics_core.stats.bootstrap import poisson_bootstrap_interval
 from metrics_core.stats.intervals import basic_interval
 from metrics_core.window.pairs import GroupPair, distinct_groups
 
-__all__ = ["SPECS", "MulticlassWindow"]
+__all__ = ["SPECS", "WEIGHT", "MulticlassWindow"]
+
+#: The data key of the rows each entry stands for (counted data).
+WEIGHT = "_weight"
 
 _FAIR = FairRange(0.0, 0.1)
 _SOURCE = "holisticai documentation (fair area [0, 0.1])"
@@ -54,7 +57,10 @@ class MulticlassWindow:
     classes: tuple[Any, ...]
 
     def cells(self, d: Data) -> FloatArray:
-        return mk.cells(d["y_pred"], d["y_true"], len(self.classes))
+        weight = d.get(WEIGHT)
+        return mk.cells(
+            d["y_pred"], d["y_true"], len(self.classes), None if weight is None else np.asarray(weight)
+        )
 
 
 def _group(distance: str) -> MetricSpec:
@@ -108,7 +114,7 @@ def _group(distance: str) -> MetricSpec:
 def _all_pairs(group: MetricSpec, distance: str, aggregation: str) -> MetricSpec:
     def statistic(w: MulticlassWindow, data: Data, pairs: Sequence[GroupPair]) -> float:
         groups = distinct_groups(pairs)
-        counts = [mk.cells(data["y_pred"][rows], data["y_true"][rows], len(w.classes)) for _, rows in groups]
+        counts = [w.cells({k: np.asarray(v)[rows] for k, v in data.items()}) for _, rows in groups]
         return mk.all_pairs(distance, counts, [name for name, _ in groups], w.classes, aggregation)
 
     pair_formula = group.formula.replace("G", "a").replace("R", "b")

@@ -470,3 +470,27 @@ def test_specs_are_complete():
         assert s.requires <= set(mcl.INPUTS) and "y_pred" in s.requires
         assert s.interval == ("bootstrap" if s.level == "group" else "none")
         assert s.level == "model" or s.support
+
+
+def test_counted_entries_weigh_as_the_rows_they_stand_for():
+    """Distinct (prediction, label, group) entries with a row count each: every value, interval,
+    size and coverage is that of the rows themselves."""
+    rng = np.random.default_rng(4)
+    n = 2000
+    pred = rng.choice(["a", "b", "c"], n)
+    true = rng.choice(["a", "b", "c", None], n, p=[0.3, 0.3, 0.2, 0.2])
+    race = rng.choice(["x", "y", "z"], n, p=[0.5, 0.3, 0.2])
+    rows = mcl.evaluate(
+        {"y_pred": pred, "y_true": true}, [categorical_attribute("race", race.tolist(), reference="x")]
+    )
+    keys = np.array([f"{p}|{t}|{r}" for p, t, r in zip(pred, true, race, strict=True)])
+    distinct, first, count = np.unique(keys, return_index=True, return_counts=True)
+    assert distinct.size < 40
+    counted = mcl.evaluate(
+        {"y_pred": pred[first], "y_true": true[first], "sample_weight": count},
+        [categorical_attribute("race", race[first].tolist(), reference="x")],
+    )
+    assert counted.values == rows.values
+    assert counted.model == rows.model
+    assert rows.label_coverage and counted.label_coverage == pytest.approx(rows.label_coverage)
+    assert counted.get("multiclass_statistical_parity", "y").n_group == (race == "y").sum()

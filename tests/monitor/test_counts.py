@@ -60,24 +60,32 @@ def dirty_log(rows: int = 3000, seed: int = 7) -> pd.DataFrame:
     frame.loc[frame.index % 7 == 0, IDENTITY] = np.nan  # rows with no identity value at all
     frame["race"] = rng.choice(["a", "b", "c", "", None], rows, p=[0.5, 0.25, 0.15, 0.05, 0.05])
     frame["sex"] = rng.choice(["f", "m", None], rows, p=[0.5, 0.45, 0.05])
+    # a multiclass model's classes: text, numbers stored as text ("1" and "1.0" are one class), missing
+    frame["pred"] = rng.choice(["x", "y", "z", "1", "1.0", None], rows, p=[0.4, 0.25, 0.2, 0.05, 0.05, 0.05])
+    frame["cls"] = rng.choice(["x", "y", "z", "1", None], rows, p=[0.3, 0.25, 0.2, 0.05, 0.2])
     return frame
 
 
-def config(source: dict[str, Any], *, aggregate: bool) -> Any:
+TASKS: dict[str, dict[str, Any]] = {
+    "binary": {
+        "columns": {"id": "id", "timestamp": "ts", "score": "score", "label": "label", "model": "model"},
+        "score_range": [0, 1],
+    },
+    "multiclass": {
+        "task": "multiclass",
+        "columns": {"id": "id", "timestamp": "ts", "prediction": "pred", "label": "cls", "model": "model"},
+    },
+}
+
+
+def config(source: dict[str, Any], *, aggregate: bool, task: str = "binary") -> Any:
     return settings_from_dict(
         {
             "models": [
                 {
                     "name": "tox",
                     "source": {**source, "aggregate": aggregate},
-                    "columns": {
-                        "id": "id",
-                        "timestamp": "ts",
-                        "score": "score",
-                        "label": "label",
-                        "model": "model",
-                    },
-                    "score_range": [0, 1],
+                    **TASKS[task],
                     "groups": [
                         {"attribute": "identity", "kind": "indicator", "columns": IDENTITY, "threshold": 0.5},
                         {"attribute": "race", "kind": "categorical", "column": "race", "reference": "a"},
@@ -97,9 +105,11 @@ def config(source: dict[str, Any], *, aggregate: bool) -> Any:
     )
 
 
-def evaluate(source: dict[str, Any], *, aggregate: bool) -> tuple[ModelEvaluation, list[str]]:
+def evaluate(
+    source: dict[str, Any], *, aggregate: bool, task: str = "binary"
+) -> tuple[ModelEvaluation, list[str]]:
     """One evaluation, and the statements it sent."""
-    evaluator = build_evaluators(config(source, aggregate=aggregate))["tox"]
+    evaluator = build_evaluators(config(source, aggregate=aggregate, task=task))["tox"]
     try:
         with captured_statements(evaluator.source.engine) as seen:  # type: ignore[attr-defined]
             result = evaluator.evaluate(NOW)
@@ -131,9 +141,9 @@ def comparable(result: ModelEvaluation) -> dict[str, Any]:
     return out
 
 
-def assert_counted_equals_rows(source: dict[str, Any]) -> list[str]:
-    counted, statements = evaluate(source, aggregate=True)
-    rows, _ = evaluate(source, aggregate=False)
+def assert_counted_equals_rows(source: dict[str, Any], task: str = "binary") -> list[str]:
+    counted, statements = evaluate(source, aggregate=True, task=task)
+    rows, _ = evaluate(source, aggregate=False, task=task)
     assert comparable(counted) == comparable(rows)
     assert counted.windows[0].values and any(not math.isnan(v.value) for v in counted.windows[1].values)
     return statements
@@ -159,6 +169,8 @@ def sqlite_log(path: Path, frame: pd.DataFrame, ts_type: str, to_stored: Any) ->
             *[(c, "REAL") for c in IDENTITY],
             ("race", "TEXT"),
             ("sex", "TEXT"),
+            ("pred", "TEXT"),
+            ("cls", "TEXT"),
         ]
     )
     stored = frame.assign(ts=[to_stored(t) for t in frame["ts"]]).astype(object)
@@ -192,6 +204,24 @@ def test_sqlite_counts_equal_rows(tmp_path: Path, storage: str) -> None:
     url = sqlite_log(tmp_path, frame, ts_type, to_stored)
     statements = assert_counted_equals_rows({"kind": "sql", "url": url, "table": "predictions"})
     assert counted_by_the_database(statements)
+
+
+@pytest.mark.parametrize("storage", ["iso-text", "epoch-int"])
+def test_sqlite_multiclass_counts_equal_rows(tmp_path: Path, storage: str) -> None:
+    """A multiclass model's metrics are counts by (prediction, label, groups): counted by the database too."""
+    ts_type, to_stored = SQLITE_TIMESTAMPS[storage]
+    frame = dirty_log()
+    if storage == "epoch-int":
+        frame["ts"] = frame["ts"].dt.floor("s")
+    url = sqlite_log(tmp_path, frame, ts_type, to_stored)
+    statements = assert_counted_equals_rows({"kind": "sql", "url": url, "table": "predictions"}, "multiclass")
+    assert counted_by_the_database(statements)
+    counted, _ = evaluate(
+        {"kind": "sql", "url": url, "table": "predictions"}, aggregate=True, task="multiclass"
+    )
+    assert counted.rejected["prediction_invalid"] > 0
+    names = {v.metric for v in counted.windows[1].values}
+    assert {"multiclass_statistical_parity", "multiclass_equality_of_opportunity"} <= names
 
 
 def test_sqlite_unreadable_timestamps_are_counted_as_rejected(tmp_path: Path) -> None:
@@ -276,3 +306,8 @@ def test_postgres_counts_equal_rows(postgres_url: str, pg_engine: sa.Engine, sto
     statements = assert_counted_equals_rows({"kind": "sql", "url": postgres_url, "table": table})
     # text timestamps have no portable exact instant: read as rows
     assert counted_by_the_database(statements) == (storage != "text-iso")
+    if storage == "timestamptz":
+        statements = assert_counted_equals_rows(
+            {"kind": "sql", "url": postgres_url, "table": table}, "multiclass"
+        )
+        assert counted_by_the_database(statements)
