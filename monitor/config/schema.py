@@ -95,6 +95,8 @@ class SourceConfig(_Strict):
     # sql: let the database count rows by (score, label, groups, window) when the task's statistics
     # are counts (binary); false reads every row
     aggregate: bool = True
+    # sql: read rows as Arrow columns through an ADBC driver (PostgreSQL; SQLite tables); false: pandas.read_sql
+    arrow: bool = True
 
     @field_validator("url")
     @classmethod

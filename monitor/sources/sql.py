@@ -40,6 +40,7 @@ from sqlalchemy.sql.type_api import TypeEngine
 from monitor.config import SourceConfig
 from monitor.errors import ConfigError, SourceError
 from monitor.secrets import mask, mask_url, url_secrets
+from monitor.sources.arrow import ArrowReader, ArrowReadTimeout
 from monitor.sources.base import Batch, filter_window
 from monitor.sources.counts import (
     INVALID_TIMESTAMP,
@@ -221,8 +222,14 @@ class SqlSource:
         except (sa.exc.NoSuchModuleError, ImportError) as exc:
             raise ConfigError(f"source.url: cannot use {self.describe()}: {exc}") from exc
         self._bound_statements()
+        self._arrow = (
+            ArrowReader.for_url(self._url, timeout=self._timeout, own_statement=self._query is None)
+            if config.arrow
+            else None
+        )
         self._table: sa.TableClause | None = None  # reflected once, forgotten after a failed read
         self._numeric: frozenset[str] = frozenset()  # the table's columns of a numeric type
+        self._text: frozenset[str] = frozenset()  # the table's columns of a text type
         self._counts_unavailable: str | None = None  # why the last read_counts read rows instead
         self._flagged: frozenset[str] = frozenset()  # indicator attributes thresholded by the database
         self._encoding: TimestampEncoding | None = None
@@ -261,6 +268,11 @@ class SqlSource:
         return self._url.get_backend_name() == "sqlite"
 
     @property
+    def reader(self) -> Literal["arrow", "pandas"]:
+        """How rows are read now: Arrow columns through an ADBC driver, or ``pandas.read_sql``."""
+        return "pandas" if self._arrow is None else "arrow"
+
+    @property
     def engine(self) -> Engine:
         """The SQLAlchemy engine (for event hooks in tests; not for running other SQL)."""
         return self._engine
@@ -282,7 +294,7 @@ class SqlSource:
         self._deadline, self._interrupted = time.monotonic() + self._timeout, False
         try:
             with self._engine.connect() as conn:
-                frame = pd.read_sql(self._statement(conn, start, end), conn)
+                frame = self._frame(conn, self._statement(conn, start, end))
         except SourceError:
             raise
         except Exception as exc:
@@ -297,6 +309,40 @@ class SqlSource:
         if self.timestamp_column is None:
             return Batch(frame)
         return filter_window(frame, self.timestamp_column, start, end)
+
+    def _frame(self, conn: Connection, statement: sa.Select[Any] | sa.TextClause) -> pd.DataFrame:
+        """The statement's rows: as Arrow columns where an ADBC driver applies, else through pandas.
+
+        When the Arrow read fails and pandas then reads the same rows, the failure was Arrow's
+        (a column whose stored values have mixed types, say): this source reads through pandas
+        from then on, logged once.
+        """
+        failure = None
+        if self._arrow is not None:
+            try:
+                return self._arrow.read(
+                    statement, self._deadline, text=self._text if self._is_sqlite else None
+                )
+            except Exception as exc:
+                failure = self._short_cause(exc)
+                if (
+                    isinstance(exc, ArrowReadTimeout)
+                    or time.monotonic() > self._deadline
+                    or "timeout" in failure
+                ):
+                    raise SourceError(
+                        f"cannot read {self.describe()}: statement timeout: the read ran longer than "
+                        f"source.timeout ({self._timeout:g} s)"
+                    ) from None
+        frame = pd.read_sql(statement, conn)
+        if failure is not None:
+            logger.info(
+                "%s: reading rows through pandas from now on; the Arrow read failed: %s",
+                self.describe(),
+                failure,
+            )
+            self._arrow = None
+        return frame
 
     def read_counts(self, request: CountRequest, start: datetime, end: datetime) -> Batch | None:
         """The window's distinct combinations of ``request``'s columns with their row counts
@@ -475,6 +521,7 @@ class SqlSource:
             raise SourceError(f"table {name!r} not found: {self.describe()}") from exc
         names = [c.name for c in table.columns]
         self._numeric = numeric_columns(table)
+        self._text = frozenset(c.name for c in table.columns if isinstance(c.type, sa.String))
         ts = self.timestamp_column
         if ts is not None and ts not in names:
             raise SourceError(f"column {ts!r} not found in {self.describe()}; its columns are {names}")

@@ -51,11 +51,14 @@ def _tz(hours: int) -> timezone:
 
 @pytest.fixture
 def make_source() -> Iterator[MakeSource]:
-    """``make_source(url, timestamp_column="ts", **config)``; every source is closed at teardown."""
+    """``make_source(url, timestamp_column="ts", **config)``; every source is closed at teardown.
+
+    Rows are read through SQLAlchemy's engine (``arrow: false``) so that the statements can be
+    seen as sent; the Arrow path sends the same statement (``test_arrow_reads``)."""
     sources: list[SqlSource] = []
 
     def make(url: str, timestamp_column: str | None = "ts", **fields: Any) -> SqlSource:
-        config = SourceConfig.model_validate({"kind": "sql", "url": url, **fields})
+        config = SourceConfig.model_validate({"kind": "sql", "url": url, "arrow": False, **fields})
         source = SqlSource(config, timestamp_column=timestamp_column)
         sources.append(source)
         return source

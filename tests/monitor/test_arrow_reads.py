@@ -1,0 +1,163 @@
+"""Rows read as Arrow columns (ADBC) give exactly what ``pandas.read_sql`` gives, or pandas reads them."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import uuid
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+import sqlalchemy as sa
+
+from monitor.config import SourceConfig
+from monitor.errors import SourceError
+from monitor.evaluation import build_evaluators
+from monitor.sources.arrow import ArrowReader
+from monitor.sources.sql import SqlSource
+from tests.monitor.test_counts import NOW, PG_TIMESTAMPS, comparable, config, dirty_log, sqlite_log
+
+
+def _evaluate(source: dict[str, Any], *, arrow: bool, task: str = "binary") -> tuple[Any, str]:
+    settings = config({**source, "arrow": arrow}, aggregate=False, task=task)
+    evaluator = build_evaluators(settings)["tox"]
+    try:
+        return evaluator.evaluate(NOW), evaluator.source.reader  # type: ignore[attr-defined]
+    finally:
+        evaluator.source.close()
+
+
+def _clean_sqlite(tmp_path: Path) -> str:
+    frame = dirty_log()
+    frame["ts"] = frame["ts"].dt.strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
+    db = tmp_path / "clean.db"
+    with sqlite3.connect(db) as conn:
+        frame.to_sql("predictions", conn, index=False)  # typed columns, NULL for missing values
+    return f"sqlite:///{db}"
+
+
+@pytest.mark.parametrize("task", ["binary", "multiclass"])
+def test_sqlite_rows_through_arrow_equal_pandas(tmp_path: Path, task: str) -> None:
+    source = {"kind": "sql", "url": _clean_sqlite(tmp_path), "table": "predictions"}
+    arrow, reader = _evaluate(source, arrow=True, task=task)
+    pandas_, pandas_reader = _evaluate(source, arrow=False, task=task)
+    assert (reader, pandas_reader) == ("arrow", "pandas")
+    assert comparable(arrow) == comparable(pandas_)
+    assert arrow.rows_read > 2000 and sum(arrow.rejected.values()) > 0  # dirty rows counted alike
+
+
+def test_mixed_types_in_a_sqlite_column_fall_back_to_pandas_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Text in a REAL column cannot be one Arrow column: pandas reads it, and reads this source from then on."""
+    url = sqlite_log(tmp_path, dirty_log(), "TEXT", lambda t: t.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z")
+    source = SqlSource(SourceConfig(kind="sql", url=url, table="predictions"), timestamp_column="ts")
+    try:
+        assert source.reader == "arrow"
+        with caplog.at_level(logging.INFO, logger="monitor.sources.sql"):
+            first = source.read(NOW - timedelta(hours=9), NOW)
+            second = source.read(NOW - timedelta(hours=9), NOW)
+        assert source.reader == "pandas"
+        lines = [r.getMessage() for r in caplog.records if "through pandas" in r.getMessage()]
+        assert len(lines) == 1 and "Arrow read failed" in lines[0]
+        assert len(first.frame) == len(second.frame) == 3000
+        assert (first.frame["score"] == "oops").sum() > 0  # the stored text kept, as pandas reads it
+    finally:
+        source.close()
+
+
+def test_the_arrow_read_binds_the_window_bounds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same statement as through SQLAlchemy: quoted identifiers, the bounds bound, never pasted."""
+    db = tmp_path / "quoted.db"
+    frame = pd.DataFrame({"ts": ["2026-11-22T10:30:00Z", "2026-11-22T11:30:00Z"], "score": [0.1, 0.2]})
+    with sqlite3.connect(db) as conn:
+        frame.to_sql("my log", conn, index=False)
+    source = SqlSource(SourceConfig(kind="sql", url=f"sqlite:///{db}", table="my log"), timestamp_column="ts")
+    sent: list[tuple[str, list[Any]]] = []
+    compile_ = ArrowReader.compile
+
+    def spy(self: ArrowReader, statement: Any) -> tuple[str, list[Any]]:
+        sent.append(compile_(self, statement))
+        return sent[-1]
+
+    monkeypatch.setattr(ArrowReader, "compile", spy)
+    try:
+        batch = source.read(NOW - timedelta(hours=1), NOW)
+    finally:
+        source.close()
+    assert source.reader == "arrow" and list(batch.frame["score"]) == [0.2]
+    ((sql, params),) = sent
+    assert '"my log"' in sql and sql.count("?") == len(params) == 4 and "2026" not in sql
+    # whole days, widened (TimestampEncoding), then the instants as Julian days, a second's slack each side
+    assert params[:2] == ["2026-11-21", "2026-11-24"]
+    day = 86400
+    epoch_jd = 2440587.5
+    lo, hi = ((NOW - timedelta(hours=1)).timestamp(), NOW.timestamp())
+    assert params[2:] == pytest.approx(
+        [lo / day + epoch_jd - 1 / day, hi / day + epoch_jd + 1 / day], abs=1e-9
+    )
+
+
+def test_a_user_query_on_sqlite_is_read_by_pandas(tmp_path: Path) -> None:
+    """SQLite's ADBC driver cannot interrupt a statement; a user's query might run away."""
+    url = _clean_sqlite(tmp_path)
+    source = SqlSource(
+        SourceConfig(kind="sql", url=url, query="SELECT * FROM predictions"), timestamp_column="ts"
+    )
+    assert source.reader == "pandas"
+    source.close()
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("storage", PG_TIMESTAMPS)
+@pytest.mark.parametrize("task", ["binary", "multiclass"])
+def test_postgres_rows_through_arrow_equal_pandas(postgres_url: str, storage: str, task: str) -> None:
+    engine = sa.create_engine(postgres_url)
+    frame = dirty_log()
+    if storage == "bigint-epoch":
+        frame["ts"] = frame["ts"].dt.floor("s")
+    frame["ts"] = PG_TIMESTAMPS[storage](frame["ts"])
+    frame["n_int"] = pd.array(
+        np.where(np.arange(len(frame)) % 5 == 0, None, np.arange(len(frame))), dtype="Int64"
+    )
+    table = f"arrow {uuid.uuid4().hex[:6]}"
+    frame.to_sql(table, engine, index=False)
+    quoted = engine.dialect.identifier_preparer.quote(table)
+    with engine.begin() as conn:
+        conn.execute(sa.text(f"UPDATE {quoted} SET score = 'NaN' WHERE id % 61 = 4"))
+    engine.dispose()
+    source = {"kind": "sql", "url": postgres_url, "table": table}
+    arrow, reader = _evaluate(source, arrow=True, task=task)
+    pandas_, _ = _evaluate(source, arrow=False, task=task)
+    assert reader == "arrow"
+    assert comparable(arrow) == comparable(pandas_)
+    raw = SqlSource(SourceConfig(kind="sql", url=postgres_url, table=table), timestamp_column="ts")
+    plain = SqlSource(
+        SourceConfig(kind="sql", url=postgres_url, table=table, arrow=False), timestamp_column="ts"
+    )
+    try:  # the frames themselves, column by column
+        a, p = (s.read(NOW - timedelta(hours=9), NOW).frame for s in (raw, plain))
+        pd.testing.assert_frame_equal(a.reset_index(drop=True), p.reset_index(drop=True), check_dtype=False)
+    finally:
+        raw.close()
+        plain.close()
+
+
+@pytest.mark.integration
+def test_a_wrong_postgres_password_fails_cleanly(postgres_url: str, caplog: pytest.LogCaptureFixture) -> None:
+    url = sa.make_url(postgres_url).set(password="wrong-secret-1234")
+    source = SqlSource(
+        SourceConfig(kind="sql", url=url.render_as_string(hide_password=False), table="t", timeout="2s"),
+        timestamp_column="ts",
+    )
+    try:
+        with caplog.at_level(logging.DEBUG), pytest.raises(SourceError) as failure:
+            source.read(NOW - timedelta(hours=1), NOW)
+        assert "wrong-secret-1234" not in str(failure.value)
+        assert "wrong-secret-1234" not in caplog.text
+    finally:
+        source.close()
