@@ -1,27 +1,31 @@
-"""Counts, not rows: one ``fairwatch evaluate`` of a SQLite window, counted by the database vs read as rows.
+"""Counts, not rows: one ``fairwatch evaluate`` of a window, counted by the database vs read as rows.
 
-Writes the Jigsaw-style log of ``bench_service.py`` (nine identity columns, rounded scores, ISO
-text timestamps, an index on them) to a SQLite file per size, then runs the real CLI,
-``fairwatch evaluate --config F --start S --end E --format json``, in a fresh process for each
-mode - start-up, imports, the read and every metric included - once with the default
-(``aggregate: true``: one ``GROUP BY`` in the database) and once with ``aggregate: false``
-(every row read into pandas). Reports wall time, the process's peak RSS, the rows the
-database returned, and whether the two JSON reports are identical value for value.
-The last line is one JSON object.
+Writes the Jigsaw-style log of ``bench_service.py`` (nine identity columns, rounded scores, an
+index on the timestamps) to SQLite (ISO text timestamps) and, with ``--postgres``, to a
+throw-away PostgreSQL cluster (timestamptz), then runs the real CLI, ``fairwatch evaluate
+--config F --start S --end E --format json``, in a fresh process for each mode - start-up,
+imports, the read and every metric included: the default (``aggregate: true``: one ``GROUP BY``
+in the database), every row read as Arrow columns (``aggregate: false``; ADBC), and every row
+read by ``pandas.read_sql`` (``aggregate: false, arrow: false``: the baseline). Reports wall
+time, the process's peak RSS, the rows the database returned, and whether the JSON reports
+are identical value for value. The last line is one JSON object.
 
-    python benchmarks/bench_counts.py [--rows 1000000 2000000]
+    python benchmarks/bench_counts.py [--rows 1000000 2000000] [--postgres]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import secrets
 import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -45,10 +49,35 @@ def write_log(rows: int, db: Path) -> None:
         conn.execute("CREATE INDEX predictions_ts ON predictions (ts)")
 
 
-def write_config(db: Path, path: Path, *, aggregate: bool) -> None:
+def write_postgres(rows: int, url: str) -> None:
+    """The same log in PostgreSQL, timestamps as timestamptz, loaded with COPY."""
+    import psycopg
+    import sqlalchemy as sa
+
+    frame = make_log(rows)
+    engine = sa.create_engine(url)
+    frame.head(0).to_sql("predictions", engine, index=False, if_exists="replace")
+    engine.dispose()
+    plain = sa.make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(plain) as conn:
+        with conn.cursor().copy("COPY predictions FROM STDIN") as copy:
+            for row in frame.itertuples(index=False):
+                copy.write_row(row)
+        conn.execute("CREATE INDEX predictions_ts ON predictions (ts)")
+        conn.execute("ANALYZE predictions")
+
+
+MODES = {
+    "counts": {},
+    "rows (Arrow)": {"aggregate": False},
+    "rows (pandas)": {"aggregate": False, "arrow": False},
+}
+
+
+def write_config(url: str, path: Path, *, mode: str) -> None:
     model = {
         "name": "bench",
-        "source": {"kind": "sql", "url": f"sqlite:///{db}", "table": "predictions", "aggregate": aggregate},
+        "source": {"kind": "sql", "url": url, "table": "predictions", **MODES[mode]},
         "columns": {"id": "id", "timestamp": "ts", "score": "score", "label": "label"},
         "groups": [{"attribute": "identity", "kind": "indicator", "columns": list(IDENTITIES)}],
         "windows": [{"name": "24h", "length": "24h"}],
@@ -86,7 +115,7 @@ def run_cli(config: Path) -> dict[str, Any]:
     return {"seconds": seconds, "peak_mb": peak_kb / 1024, "report": json.loads(done.stdout)}
 
 
-def returned_rows(db: Path) -> tuple[int, int]:
+def returned_rows(url: str) -> tuple[int, int]:
     """(rows in the window, rows the GROUP BY returns), from the source's own statement."""
     from datetime import datetime
 
@@ -96,7 +125,7 @@ def returned_rows(db: Path) -> tuple[int, int]:
 
     with tempfile.TemporaryDirectory() as tmp:
         config = Path(tmp) / "c.yaml"
-        write_config(db, config, aggregate=True)
+        write_config(url, config, mode="counts")
         model = load_settings(config).models[0]
     start, end = datetime.fromisoformat(START), datetime.fromisoformat(END)
     source = SqlSource(model.source, timestamp_column="ts")
@@ -127,45 +156,84 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 2_000_000])
+    parser.add_argument("--postgres", action="store_true", help="also a throw-away local PostgreSQL cluster")
     args = parser.parse_args()
     console = Console(stderr=True)
     results: dict[str, Any] = {}
-    table = Table(title=f"fairwatch evaluate of a 24 h SQLite window (load {os.getloadavg()[0]:.1f})")
-    for col in ("rows", "mode", "seconds", "peak RSS MB", "rows returned", "identical"):
+    table = Table(title=f"fairwatch evaluate of a 24 h window (load {os.getloadavg()[0]:.1f})")
+    for col in ("store", "rows", "mode", "seconds", "peak RSS MB", "rows returned", "identical"):
         table.add_column(col, justify="right")
-    with tempfile.TemporaryDirectory() as tmp:
-        for rows in args.rows:
-            db = Path(tmp) / f"log-{rows}.db"
-            with console.status(f"writing {rows:,} rows to SQLite"):
-                write_log(rows, db)
-            runs = {}
-            for mode, aggregate in (("counts", True), ("rows", False)):
-                config = Path(tmp) / f"{mode}-{rows}.yaml"
-                write_config(db, config, aggregate=aggregate)
-                with console.status(f"{rows:,} rows: fairwatch evaluate ({mode})"):
-                    runs[mode] = run_cli(config)
-            in_window, returned = returned_rows(db)
-            same = values(runs["counts"]["report"]) == values(runs["rows"]["report"])
-            for mode, run in runs.items():
-                table.add_row(
-                    f"{rows:,}",
-                    mode,
-                    f"{run['seconds']:.2f}",
-                    f"{run['peak_mb']:.0f}",
-                    f"{returned:,}" if mode == "counts" else f"{in_window:,}",
-                    "yes" if same else "NO",
+    with tempfile.TemporaryDirectory() as tmp, stores(Path(tmp), args.postgres) as urls:
+        for store, url_for in urls.items():
+            for rows in args.rows:
+                with console.status(f"writing {rows:,} rows to {store}"):
+                    url = url_for(rows)
+                runs = {}
+                for mode in MODES:
+                    config = Path(tmp) / f"{store}-{mode.split()[-1].strip('()')}-{rows}.yaml"
+                    write_config(url, config, mode=mode)
+                    with console.status(f"{store}, {rows:,} rows: fairwatch evaluate ({mode})"):
+                        runs[mode] = run_cli(config)
+                in_window, returned = returned_rows(url)
+                reference = values(runs["rows (pandas)"]["report"])
+                for mode, run in runs.items():
+                    same = values(run["report"]) == reference
+                    table.add_row(
+                        store,
+                        f"{rows:,}",
+                        mode,
+                        f"{run['seconds']:.2f}",
+                        f"{run['peak_mb']:.0f}",
+                        f"{returned:,}" if mode == "counts" else f"{in_window:,}",
+                        "yes" if same else "NO",
+                    )
+                    results[f"{store}/{rows}/{mode}"] = {
+                        "seconds": round(run["seconds"], 3),
+                        "peak_mb": round(run["peak_mb"]),
+                        "identical": same,
+                    }
+                base = runs["rows (pandas)"]["seconds"]
+                ratios = ", ".join(
+                    f"{m}: {base / r['seconds']:.1f}x" for m, r in runs.items() if m != "rows (pandas)"
                 )
-            speedup = runs["rows"]["seconds"] / runs["counts"]["seconds"]
-            table.add_row("", "rows / counts", f"{speedup:.1f}x", "", "", "")
-            results[str(rows)] = {
-                **{f"{m}_seconds": round(r["seconds"], 3) for m, r in runs.items()},
-                **{f"{m}_peak_mb": round(r["peak_mb"]) for m, r in runs.items()},
-                "rows_in_window": in_window,
-                "rows_returned": returned,
-                "identical": same,
-            }
+                table.add_row("", "", "vs pandas", ratios, "", "", "")
+                results[f"{store}/{rows}"] = {"rows_in_window": in_window, "rows_returned": returned}
     Console().print(table)
     print(json.dumps({"now": NOW.isoformat(), "load": round(os.getloadavg()[0], 2), **results}))
+
+
+@contextlib.contextmanager
+def stores(folder: Path, postgres: bool) -> Iterator[dict[str, Callable[[int], str]]]:
+    """Where the log is written, by store: a function from a size to the SQLAlchemy URL holding it."""
+
+    def sqlite_url(rows: int) -> str:
+        db = folder / f"log-{rows}.db"
+        write_log(rows, db)
+        return f"sqlite:///{db}"
+
+    urls: dict[str, Callable[[int], str]] = {"sqlite": sqlite_url}
+    if not postgres:
+        yield urls
+        return
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests.servers import TempPostgres
+
+    cluster = TempPostgres()
+    try:
+        cluster.init()
+        cluster.start()
+        password = secrets.token_hex(16)
+        cluster.create_database("fairwatch", password, "bench")
+        base = f"postgresql+psycopg://fairwatch:{password}@127.0.0.1:{cluster.port}/bench"
+
+        def postgres_url(rows: int) -> str:
+            write_postgres(rows, base)
+            return base
+
+        urls["postgresql"] = postgres_url
+        yield urls
+    finally:
+        cluster.stop_and_remove()
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from __future__ import annotations
 import importlib.util
 import math
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from typing import Any
 
 import pandas as pd
@@ -82,7 +82,7 @@ class ArrowReader:
 
     def compile(self, statement: sa.Select[Any] | sa.TextClause) -> tuple[str, list[Any]]:
         """The statement's SQL for the driver, with positional placeholders, and its bound values."""
-        compiled = statement.compile(dialect=self._dialect)
+        compiled = statement.compile(dialect=self._dialect, compile_kwargs={"render_postcompile": True})
         params = [compiled.params[name] for name in compiled.positiontup or ()]
         if not all(isinstance(p, _PLAIN) or self.backend == "postgresql" for p in params):
             raise TypeError("a bound value SQLite's ADBC driver would bind differently")
@@ -102,24 +102,51 @@ class ArrowReader:
         it cannot convert): SQLite's driver would then turn its numbers into text, to 15
         digits, so such a read is refused (and pandas reads the values as stored).
         """
+        return pd.concat(list(self.read_chunks(statement, deadline, text=text, rows=None)), ignore_index=True)
+
+    def read_chunks(
+        self,
+        statement: sa.Select[Any] | sa.TextClause,
+        deadline: float,
+        *,
+        text: Collection[str] | None = None,
+        rows: int | None = 1 << 18,
+    ) -> Iterator[pd.DataFrame]:
+        """The statement's rows as frames of about ``rows`` rows each (``None``: one frame), so
+        that a caller that reduces them (counts) never holds the whole result. See :meth:`read`."""
         sql, params = self.compile(statement)
         with self._connect() as conn:
             self._prepare(conn)
             with conn.cursor() as cursor:
                 cursor.execute(sql, params)
                 reader = cursor.fetch_record_batch()
-                batches = []
+                _check_types(reader.schema, text)
+                batches: list[pa.RecordBatch] = []
+                held = 0
                 for batch in reader:
                     if time.monotonic() > deadline:
                         raise ArrowReadTimeout("the read ran longer than source.timeout")
                     batches.append(batch)
-                table = pa.Table.from_batches(batches, schema=reader.schema)
-        if text is not None:
-            mixed = [f.name for f in table.schema if pa.types.is_string(f.type) and f.name not in text]
-            if mixed:
-                raise TypeError(f"column(s) {mixed} hold values of several types")
-        frame: pd.DataFrame = table.to_pandas()
-        return frame
+                    held += batch.num_rows
+                    if rows is not None and held >= rows:
+                        yield _frame(batches, reader.schema, text)
+                        batches, held = [], 0
+                if batches or rows is None or not held:
+                    yield _frame(batches, reader.schema, text)
+
+
+def _check_types(schema: pa.Schema, text: Collection[str] | None) -> None:
+    if text is not None:
+        mixed = [f.name for f in schema if pa.types.is_string(f.type) and f.name not in text]
+        if mixed:
+            raise TypeError(f"column(s) {mixed} hold values of several types")
+
+
+def _frame(batches: list[pa.RecordBatch], schema: pa.Schema, text: Collection[str] | None) -> pd.DataFrame:
+    table = pa.Table.from_batches(batches, schema=schema)
+    _check_types(table.schema, text)
+    frame: pd.DataFrame = table.to_pandas()
+    return frame
 
 
 def _dbapi(module: str) -> Any:

@@ -19,12 +19,14 @@ combination by its count. The values are the row path's, exactly:
   one scan serves the outcome and label windows of every configured window.
 
 Everything is SQLAlchemy Core: identifiers quoted by SQLAlchemy, thresholds and time bounds
-bound as parameters, a user's ``query:`` wrapped as a subquery.
+bound as parameters, a user's ``query:`` wrapped as a subquery. Where the database's own
+``GROUP BY`` is the slow part (SQLite sorts every row), the ungrouped statement's rows are
+counted by :func:`count_keys` instead, chunk by chunk, to the same combinations and counts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -42,6 +44,7 @@ __all__ = [
     "WEIGHT",
     "CountRequest",
     "IndicatorFlags",
+    "count_keys",
     "count_statement",
     "flaggable",
     "missing_column",
@@ -106,8 +109,12 @@ def count_statement(
     invalid: sa.ColumnElement[bool] | None = None,
     flagged: Collection[str] = (),
     sqlite: bool,
+    grouped: bool = True,
 ) -> sa.Select[Any]:
     """``SELECT <keys>, count(*) FROM (<keys of each row in read>) GROUP BY <keys>``.
+
+    With ``grouped=False``, only the inner statement: each row's keys, to be counted by
+    :func:`count_keys` (where the database's own ``GROUP BY`` is the slow part: SQLite sorts).
 
     ``instant`` reads the stored timestamp as something the database compares exactly;
     ``prefilter`` (an index-friendly condition) is ANDed in; rows where ``invalid`` holds are
@@ -132,8 +139,29 @@ def count_statement(
         where = sa.or_(where, invalid)
     if prefilter is not None:
         where = sa.and_(prefilter, where)
-    rows = sa.select(*keys).select_from(source).where(where).subquery("r")
+    each = sa.select(*keys).select_from(source).where(where)
+    if not grouped:
+        return each
+    rows = each.subquery("r")
     return sa.select(*rows.c, sa.func.count().label(WEIGHT)).group_by(*rows.c)
+
+
+def count_keys(chunks: Iterable[pd.DataFrame]) -> pd.DataFrame:
+    """Each row's keys (the ungrouped :func:`count_statement`, in chunks of rows) counted as the
+    ``GROUP BY`` would: distinct combinations, NULL/NaN a value like any other, with their count
+    in :data:`WEIGHT`. Only one chunk and the combinations so far are held at a time."""
+    total: pd.DataFrame | None = None
+    for rows in chunks:
+        counted = (
+            rows.groupby(list(rows.columns), dropna=False, sort=False).size().rename(WEIGHT).reset_index()
+        )
+        if total is not None:
+            both = pd.concat([total, counted], ignore_index=True)
+            keys = [c for c in both.columns if c != WEIGHT]
+            counted = both.groupby(keys, dropna=False, sort=False)[WEIGHT].sum().reset_index()
+        total = counted
+    assert total is not None, "a read yields at least one chunk"
+    return total
 
 
 def _flags(

@@ -47,6 +47,7 @@ from monitor.sources.counts import (
     WEIGHT,
     CountRequest,
     Instant,
+    count_keys,
     count_statement,
     flaggable,
     numeric_columns,
@@ -362,10 +363,9 @@ class SqlSource:
         self._deadline, self._interrupted = time.monotonic() + self._timeout, False
         try:
             with self._engine.connect() as conn:
-                statement = self._count_statement(conn, request, start, end)
-                if statement is None:
+                frame = self._counted_frame(conn, request, start, end)
+                if frame is None:
                     return None
-                frame = pd.read_sql(statement, conn)
         except SourceError:
             raise
         except Exception as exc:
@@ -389,8 +389,34 @@ class SqlSource:
             self._counts_unavailable = why
         return None
 
-    def _count_statement(
+    def _counted_frame(
         self, conn: Connection, request: CountRequest, start: datetime, end: datetime
+    ) -> pd.DataFrame | None:
+        """The counted combinations. SQLite's ``GROUP BY`` sorts every row (~6 s per million here):
+        on SQLite, with the Arrow reader, each row's keys come as Arrow columns and are counted by
+        pandas' hash grouping instead - the same combinations and counts; elsewhere the database
+        groups."""
+        in_python = self._arrow is not None and self._is_sqlite
+        statement = self._count_statement(conn, request, start, end, grouped=not in_python)
+        if statement is None or self._arrow is None or not in_python:
+            return None if statement is None else pd.read_sql(statement, conn)
+        try:
+            return count_keys(self._arrow.read_chunks(statement, self._deadline, text=self._text))
+        except Exception as exc:
+            failure = self._short_cause(exc)
+            if isinstance(exc, ArrowReadTimeout) or time.monotonic() > self._deadline:
+                raise SourceError(
+                    f"cannot read {self.describe()}: statement timeout: the read ran longer than "
+                    f"source.timeout ({self._timeout:g} s)"
+                ) from None
+        logger.info(
+            "%s: counting in the database from now on; the Arrow read failed: %s", self.describe(), failure
+        )
+        self._arrow = None
+        return self._counted_frame(conn, request, start, end)
+
+    def _count_statement(
+        self, conn: Connection, request: CountRequest, start: datetime, end: datetime, *, grouped: bool = True
     ) -> sa.Select[Any] | None:
         source = self._selectable(conn, request.names)
         available = set(source.c.keys()) if self._query is None else self._query_columns(conn)
@@ -422,6 +448,7 @@ class SqlSource:
             invalid=invalid,
             flagged=self._flagged,
             sqlite=self._is_sqlite,
+            grouped=grouped,
         )
 
     def _instant(self, column: sa.ColumnElement[Any], encoding: TimestampEncoding | None) -> Instant | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import uuid
+from collections import Counter
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from monitor.config import SourceConfig
 from monitor.errors import SourceError
 from monitor.evaluation import build_evaluators
 from monitor.sources.arrow import ArrowReader
+from monitor.sources.counts import WEIGHT, count_keys
 from monitor.sources.sql import SqlSource
 from tests.monitor.test_counts import NOW, PG_TIMESTAMPS, comparable, config, dirty_log, sqlite_log
 
@@ -48,6 +50,32 @@ def test_sqlite_rows_through_arrow_equal_pandas(tmp_path: Path, task: str) -> No
     assert (reader, pandas_reader) == ("arrow", "pandas")
     assert comparable(arrow) == comparable(pandas_)
     assert arrow.rows_read > 2000 and sum(arrow.rejected.values()) > 0  # dirty rows counted alike
+
+
+@pytest.mark.parametrize("task", ["binary", "multiclass"])
+def test_sqlite_counts_in_python_equal_the_rows(tmp_path: Path, task: str) -> None:
+    """On SQLite each row's keys come as Arrow columns and pandas counts them (SQLite's GROUP BY sorts):
+    the same evaluation as reading every row through pandas, and no GROUP BY sent to SQLite."""
+    source = {"kind": "sql", "url": _clean_sqlite(tmp_path), "table": "predictions"}
+    evaluator = build_evaluators(config(source, aggregate=True, task=task))["tox"]
+    sent: list[str] = []
+    compile_ = ArrowReader.compile
+
+    def spy(self: ArrowReader, statement: Any) -> tuple[str, list[Any]]:
+        sql, params = compile_(self, statement)
+        sent.append(sql)
+        return sql, params
+
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(ArrowReader, "compile", spy)
+            counted = evaluator.evaluate(NOW)
+        assert evaluator.source.reader == "arrow"  # type: ignore[attr-defined]
+    finally:
+        evaluator.source.close()
+    rows, _ = _evaluate(source, arrow=False, task=task)
+    assert comparable(counted) == comparable(rows)
+    assert len(sent) == 1 and "GROUP BY" not in sent[0] and "CASE WHEN" in sent[0]
 
 
 def test_mixed_types_in_a_sqlite_column_fall_back_to_pandas_once(
@@ -161,3 +189,31 @@ def test_a_wrong_postgres_password_fails_cleanly(postgres_url: str, caplog: pyte
         assert "wrong-secret-1234" not in caplog.text
     finally:
         source.close()
+
+
+def test_counting_in_chunks_merges_to_the_whole_count() -> None:
+    rng = np.random.default_rng(0)
+    n = 10_000
+    rows = pd.DataFrame(
+        {
+            "score": np.where(rng.random(n) < 0.05, np.nan, np.round(rng.random(n), 1)),
+            "race": rng.choice(["a", "b", None], n),
+            "male": rng.integers(0, 2, n),
+        }
+    )
+    chunks = [rows.iloc[i : i + 777] for i in range(0, n, 777)] + [rows.iloc[:0]]
+    counted = count_keys(chunks)
+    assert counted[WEIGHT].sum() == n
+    # reference: one pass over all rows, missing values made comparable
+    expect = Counter(zip(rows["score"].fillna(-1), rows["race"].fillna("<none>"), rows["male"], strict=True))
+    got = {
+        (s, r, m): w
+        for s, r, m, w in zip(
+            counted["score"].fillna(-1),
+            counted["race"].fillna("<none>"),
+            counted["male"],
+            counted[WEIGHT],
+            strict=True,
+        )
+    }
+    assert got == dict(expect)
