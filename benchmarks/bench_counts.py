@@ -157,25 +157,35 @@ def main() -> None:
     )
     parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 2_000_000])
     parser.add_argument("--postgres", action="store_true", help="also a throw-away local PostgreSQL cluster")
+    parser.add_argument("--only-postgres", action="store_true", help="PostgreSQL only (implies --postgres)")
+    parser.add_argument(
+        "--modes",
+        nargs="+",
+        default=list(MODES),
+        choices=list(MODES),
+        help="(default: all; reports are compared with the last, the baseline)",
+    )
     args = parser.parse_args()
     console = Console(stderr=True)
     results: dict[str, Any] = {}
     table = Table(title=f"fairwatch evaluate of a 24 h window (load {os.getloadavg()[0]:.1f})")
     for col in ("store", "rows", "mode", "seconds", "peak RSS MB", "rows returned", "identical"):
         table.add_column(col, justify="right")
-    with tempfile.TemporaryDirectory() as tmp, stores(Path(tmp), args.postgres) as urls:
+    with tempfile.TemporaryDirectory() as tmp, stores(Path(tmp), args.postgres or args.only_postgres) as urls:
         for store, url_for in urls.items():
+            if args.only_postgres and store != "postgresql":
+                continue
             for rows in args.rows:
                 with console.status(f"writing {rows:,} rows to {store}"):
                     url = url_for(rows)
                 runs = {}
-                for mode in MODES:
+                for mode in args.modes:
                     config = Path(tmp) / f"{store}-{mode.split()[-1].strip('()')}-{rows}.yaml"
                     write_config(url, config, mode=mode)
                     with console.status(f"{store}, {rows:,} rows: fairwatch evaluate ({mode})"):
                         runs[mode] = run_cli(config)
                 in_window, returned = returned_rows(url)
-                reference = values(runs["rows (pandas)"]["report"])
+                reference = values(runs[args.modes[-1]]["report"])
                 for mode, run in runs.items():
                     same = values(run["report"]) == reference
                     table.add_row(
@@ -192,11 +202,12 @@ def main() -> None:
                         "peak_mb": round(run["peak_mb"]),
                         "identical": same,
                     }
-                base = runs["rows (pandas)"]["seconds"]
+                baseline = args.modes[-1]
+                base = runs[baseline]["seconds"]
                 ratios = ", ".join(
-                    f"{m}: {base / r['seconds']:.1f}x" for m, r in runs.items() if m != "rows (pandas)"
+                    f"{m}: {base / r['seconds']:.1f}x" for m, r in runs.items() if m != baseline
                 )
-                table.add_row("", "", "vs pandas", ratios, "", "", "")
+                table.add_row("", "", f"vs {baseline}", ratios, "", "", "")
                 results[f"{store}/{rows}"] = {"rows_in_window": in_window, "rows_returned": returned}
     Console().print(table)
     print(json.dumps({"now": NOW.isoformat(), "load": round(os.getloadavg()[0], 2), **results}))

@@ -15,6 +15,7 @@ from datetime import datetime
 from monitor.config import ModelConfig
 from monitor.sources import Source
 from monitor.sources.counts import CountRequest, IndicatorFlags
+from monitor.tasks import TASKS
 
 __all__ = ["count_request", "counts_suffice"]
 
@@ -29,11 +30,22 @@ def counts_suffice(model: ModelConfig, label_source: Source | None) -> bool:
 def count_request(model: ModelConfig, ranges: tuple[tuple[datetime, datetime], ...]) -> CountRequest:
     """The columns to count ``model``'s windows by, over the time ``ranges`` of its windows.
 
-    An indicator attribute's columns are thresholded by the database unless a column also
-    serves elsewhere (another attribute, or as a score or label): then they come as stored.
+    Only the columns the task reads (a multiclass log's ``score`` column is no key: it would
+    make nearly every row its own combination); a default-named optional column (a
+    regression's ``label``) may be missing from the log, as on the row path
+    (:func:`monitor.rows.columns_for_frame`). An indicator attribute's columns are
+    thresholded by the database unless a column also serves elsewhere (another attribute, or
+    as a score or label): then they come as stored.
     """
     cols = model.columns
-    raw = [c for c in (cols.score, cols.prediction, cols.label, cols.model) if c]
+    task = TASKS[model.task]
+    read = [key for key in ("score", "prediction", "label") if key in task.reads and getattr(cols, key)]
+    raw = [getattr(cols, key) for key in read]
+    if cols.model:
+        raw.append(cols.model)
+    optional = tuple(
+        getattr(cols, key) for key in read if key in task.optional and key not in cols.model_fields_set
+    )
     indicators = [g for g in model.groups if g.kind == "indicator"]
     for g in model.groups:
         if g.kind == "categorical":
@@ -47,4 +59,4 @@ def count_request(model: ModelConfig, ranges: tuple[tuple[datetime, datetime], .
             flags.append(IndicatorFlags(g.attribute, tuple(g.columns), g.threshold))
         else:
             raw += g.columns
-    return CountRequest(cols.timestamp, tuple(dict.fromkeys(raw)), tuple(flags), ranges)
+    return CountRequest(cols.timestamp, tuple(dict.fromkeys(raw)), tuple(flags), ranges, optional)

@@ -46,6 +46,11 @@ class Cells:
     estimate: float = math.nan
     slack: float = 0.0
 
+    def __post_init__(self) -> None:
+        for side in (self.group, self.reference):
+            if side.size and (side.min() < 0 or not np.array_equal(side, np.round(side))):
+                raise ValueError("cell counts are whole, non-negative numbers of rows (or users)")
+
 
 def _draw(counts: FloatArray, size: int, rng: np.random.Generator) -> FloatArray:
     """``size`` resamples of a side's counts: its rows drawn with replacement, counted per cell.

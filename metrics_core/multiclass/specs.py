@@ -113,9 +113,13 @@ def _group(distance: str) -> MetricSpec:
 
 def _all_pairs(group: MetricSpec, distance: str, aggregation: str) -> MetricSpec:
     def statistic(w: MulticlassWindow, data: Data, pairs: Sequence[GroupPair]) -> float:
-        groups = distinct_groups(pairs)
-        counts = [w.cells({k: np.asarray(v)[rows] for k, v in data.items()}) for _, rows in groups]
-        return mk.all_pairs(distance, counts, [name for name, _ in groups], w.classes, aggregation)
+        counts, names = [], []
+        for name, rows in distinct_groups(pairs):
+            cells = w.cells({k: np.asarray(v)[rows] for k, v in data.items()})
+            if cells.sum() > 0:  # entries that stand for no row (a weight of 0) make no group
+                counts.append(cells)
+                names.append(name)
+        return mk.all_pairs(distance, counts, names, w.classes, aggregation)
 
     pair_formula = group.formula.replace("G", "a").replace("R", "b")
     return MetricSpec(

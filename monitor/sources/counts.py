@@ -27,7 +27,7 @@ counted by :func:`count_keys` instead, chunk by chunk, to the same combinations 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
@@ -77,6 +77,11 @@ class CountRequest:
     columns: tuple[str, ...]  # grouped by as stored
     indicators: tuple[IndicatorFlags, ...]  # grouped by as flags (where the columns are numeric)
     ranges: tuple[tuple[datetime, datetime], ...]
+    optional: tuple[str, ...] = ()  # columns the log may lack (then not counted by)
+
+    def without(self, columns: Collection[str]) -> CountRequest:
+        """The request without the (optional) ``columns``."""
+        return replace(self, columns=tuple(c for c in self.columns if c not in columns))
 
     @property
     def names(self) -> tuple[str, ...]:

@@ -420,6 +420,8 @@ class SqlSource:
     ) -> sa.Select[Any] | None:
         source = self._selectable(conn, request.names)
         available = set(source.c.keys()) if self._query is None else self._query_columns(conn)
+        if absent := [c for c in request.optional if c not in available]:
+            request = request.without(absent)  # a default-named optional column the log lacks
         if missing := [c for c in request.names if c not in available]:
             self._rows_instead(f"column(s) {missing} missing")
             return None

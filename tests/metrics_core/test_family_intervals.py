@@ -224,6 +224,13 @@ def test_binned_interval_is_centred_on_the_rows_estimate_and_widened_by_the_slac
     assert (lo, hi) == pytest.approx((exact[0] + 0.05 - 0.01, exact[1] + 0.05 + 0.01))
 
 
+def test_cells_hold_whole_numbers_of_rows():
+    with pytest.raises(ValueError, match="whole, non-negative"):
+        Cells(np.array([0.4, 0.4, 0.4]), np.array([1.0, 2.0]), lambda a, b: 0.0)
+    with pytest.raises(ValueError, match="whole, non-negative"):
+        Cells(np.array([1.0]), np.array([-1.0]), lambda a, b: 0.0)
+
+
 def test_regression_rank_intervals_on_a_continuous_window():
     """Distinct predictions ~ rows: binned cells, intervals near the slow row bootstrap's, estimate exact."""
     rng = np.random.default_rng(8)

@@ -494,3 +494,23 @@ def test_counted_entries_weigh_as_the_rows_they_stand_for():
     assert counted.model == rows.model
     assert rows.label_coverage and counted.label_coverage == pytest.approx(rows.label_coverage)
     assert counted.get("multiclass_statistical_parity", "y").n_group == (race == "y").sum()
+
+
+def test_entries_of_weight_zero_make_no_group():
+    """An attribute's group whose entries all stand for no row is absent, as it would be in the rows."""
+    pred, true = np.array(["a", "b", "a", "b", "a", "c"]), np.array(["a", "a", "b", "b", "a", "c"])
+    race = np.array(["x", "x", "y", "y", "z", "z"])
+    weight = np.array([3, 2, 1, 4, 0, 0])
+    weighted = mcl.evaluate(
+        {"y_pred": pred, "y_true": true, "sample_weight": weight.astype(float)},
+        [categorical_attribute("race", race.tolist(), reference="x")],
+        min_samples=1,
+    )
+    rows = mcl.evaluate(
+        {"y_pred": np.repeat(pred, weight), "y_true": np.repeat(true, weight)},
+        [categorical_attribute("race", np.repeat(race, weight).tolist(), reference="x")],
+        min_samples=1,
+    )
+    for name in ("multiclass_statistical_parity_mean", "multiclass_statistical_parity_max"):
+        value = weighted.model_value(name, "race").value
+        assert not math.isnan(value) and value == pytest.approx(rows.model_value(name, "race").value)

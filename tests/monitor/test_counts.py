@@ -13,6 +13,7 @@ import math
 import sqlite3
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import astuple
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -26,6 +27,8 @@ import sqlalchemy as sa
 from monitor.config import settings_from_dict
 from monitor.evaluation import build_evaluators
 from monitor.results import ModelEvaluation
+from monitor.sources.arrow import ArrowReader
+from monitor.sources.counts import RANGE_PREFIX
 from tests.monitor.test_source_sql import captured_statements
 
 NOW = datetime(2026, 11, 22, 12, tzinfo=UTC)
@@ -111,9 +114,9 @@ def evaluate(
     """One evaluation, and the statements it sent."""
     evaluator = build_evaluators(config(source, aggregate=aggregate, task=task))["tox"]
     try:
-        with captured_statements(evaluator.source.engine) as seen:  # type: ignore[attr-defined]
+        with captured_statements(evaluator.source.engine) as seen, arrow_statements() as by_arrow:  # type: ignore[attr-defined]
             result = evaluator.evaluate(NOW)
-        return result, [statement for statement, _ in seen]
+        return result, [statement for statement, _ in seen] + by_arrow
     finally:
         evaluator.source.close()
 
@@ -149,8 +152,26 @@ def assert_counted_equals_rows(source: dict[str, Any], task: str = "binary") -> 
     return statements
 
 
+@contextmanager
+def arrow_statements() -> Iterator[list[str]]:
+    """The SQL the Arrow (ADBC) reads send, as compiled for the driver."""
+    sent: list[str] = []
+    compile_ = ArrowReader.compile
+
+    def spy(self: ArrowReader, statement: Any) -> tuple[str, list[Any]]:
+        sql, params = compile_(self, statement)
+        sent.append(sql)
+        return sql, params
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ArrowReader, "compile", spy)
+        yield sent
+
+
 def counted_by_the_database(statements: list[str]) -> bool:
-    return any("GROUP BY" in s and "count(*)" in s for s in statements)
+    """A count statement was sent: grouped by the database, or each row's keys for pandas to count
+    (SQLite through Arrow) - either way the window's time ranges are 0/1 columns computed in SQL."""
+    return any(RANGE_PREFIX in s and "CASE WHEN" in s for s in statements)
 
 
 # -- SQLite ---------------------------------------------------------------------------------------------
@@ -216,12 +237,42 @@ def test_sqlite_multiclass_counts_equal_rows(tmp_path: Path, storage: str) -> No
     url = sqlite_log(tmp_path, frame, ts_type, to_stored)
     statements = assert_counted_equals_rows({"kind": "sql", "url": url, "table": "predictions"}, "multiclass")
     assert counted_by_the_database(statements)
+    # only the columns the task reads are keys: not the log's score column, which multiclass never reads
+    assert all("score" not in s for s in statements if RANGE_PREFIX in s)
     counted, _ = evaluate(
         {"kind": "sql", "url": url, "table": "predictions"}, aggregate=True, task="multiclass"
     )
     assert counted.rejected["prediction_invalid"] > 0
     names = {v.metric for v in counted.windows[1].values}
     assert {"multiclass_statistical_parity", "multiclass_equality_of_opportunity"} <= names
+
+
+def test_a_default_named_optional_column_the_log_lacks_is_not_counted_by(tmp_path: Path) -> None:
+    """A multiclass config without ``label:`` defaults to a ``label`` column; a log without one is still
+    counted (the row path skips the label metrics alike), not read row by row."""
+    frame = dirty_log().drop(columns=["label"])
+    db = tmp_path / "nolabel.db"
+    with sqlite3.connect(db) as conn:
+        frame.assign(ts=frame["ts"].dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ")).to_sql(
+            "predictions", conn, index=False
+        )
+    source = {"kind": "sql", "url": f"sqlite:///{db}", "table": "predictions"}
+    results, statements = [], []
+    for aggregate in (True, False):
+        settings = config(source, aggregate=aggregate, task="multiclass")
+        model = settings.models[0]
+        columns = model.columns.model_dump(exclude={"label"}, exclude_unset=True)
+        model = model.model_copy(update={"columns": type(model.columns).model_validate(columns)})
+        evaluator = build_evaluators(settings.model_copy(update={"models": [model]}))["tox"]
+        try:
+            with captured_statements(evaluator.source.engine) as seen, arrow_statements() as by_arrow:  # type: ignore[attr-defined]
+                results.append(evaluator.evaluate(NOW))
+            statements.append([q for q, _ in seen] + by_arrow)
+        finally:
+            evaluator.source.close()
+    assert counted_by_the_database(statements[0]) and not counted_by_the_database(statements[1])
+    assert comparable(results[0]) == comparable(results[1])
+    assert {v.metric for v in results[0].windows[1].values} == {"multiclass_statistical_parity"}
 
 
 def test_sqlite_unreadable_timestamps_are_counted_as_rejected(tmp_path: Path) -> None:
