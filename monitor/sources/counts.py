@@ -26,6 +26,7 @@ counted by :func:`count_keys` instead, chunk by chunk, to the same combinations 
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -36,7 +37,7 @@ import numpy as np
 import pandas as pd
 import sqlalchemy as sa
 
-from monitor.sources.base import WEIGHT
+from monitor.sources.base import WEIGHT, Batch
 
 __all__ = [
     "INVALID_TIMESTAMP",
@@ -46,6 +47,7 @@ __all__ = [
     "IndicatorFlags",
     "count_keys",
     "count_statement",
+    "counted_batch",
     "flaggable",
     "missing_column",
     "numeric_columns",
@@ -231,3 +233,16 @@ def _holds_numbers(sql_type: sa.types.TypeEngine[Any]) -> bool:
 def ranges_of(spans: Sequence[tuple[datetime, datetime]]) -> tuple[tuple[datetime, datetime], ...]:
     """Distinct ranges, in order."""
     return tuple(dict.fromkeys(spans))
+
+
+def counted_batch(frame: pd.DataFrame, request: CountRequest, flagged: frozenset[str]) -> Batch:
+    """A count statement's result as a counted :class:`Batch`: indicator flags of rows missing the
+    attribute set to NaN, rows whose timestamp could not be read rejected (``timestamp_invalid``)."""
+    frame = with_missing_flags(frame, request, flagged)
+    rejected: Counter[str] = Counter()
+    if INVALID_TIMESTAMP in frame.columns:
+        invalid = frame[INVALID_TIMESTAMP].to_numpy() == 1
+        if invalid.any():
+            rejected["timestamp_invalid"] = int(frame.loc[invalid, WEIGHT].sum())
+        frame = frame.loc[~invalid].drop(columns=INVALID_TIMESTAMP).reset_index(drop=True)
+    return Batch(frame, rejected, counted=True, flagged=flagged)

@@ -48,6 +48,8 @@ import pyarrow.dataset as ds
 from monitor.config import SourceConfig
 from monitor.errors import ConfigError, SourceError
 from monitor.sources.base import Batch, filter_window
+from monitor.sources.counts import CountRequest, counted_batch
+from monitor.sources.file_counts import Uncountable, count_parquet
 
 __all__ = ["MTIME_GRACE", "FileSource", "ScanStats"]
 
@@ -101,6 +103,8 @@ class FileSource:
         self.timeout = config.timeout.total_seconds()
         self.last_scan = ScanStats()
         self._unreadable: set[str] = set()  # files skipped at the last read: logged once per streak
+        self.aggregate = config.aggregate
+        self._counts_unavailable: str | None = None  # why the last read_counts read rows instead
 
     def describe(self) -> str:
         return f"files {self.pattern}"
@@ -132,6 +136,60 @@ class FileSource:
         batch.rejected.update(rejected)
         batch.skipped_files = tuple(skipped)
         return batch
+
+    def read_counts(self, request: CountRequest, start: datetime, end: datetime) -> Batch | None:
+        """The window of Parquet files counted by DuckDB (:mod:`monitor.sources.file_counts`), or
+        ``None`` (logged once per reason) where the row path must read: ``aggregate: false``, files
+        of another format, timestamps not stored as Parquet timestamps, a missing column, a file
+        DuckDB cannot read (the row path skips and names it)."""
+        if not self.aggregate or self.timestamp_column is None:
+            return None
+        directory = _static_directory(self.pattern)
+        if not directory.is_dir():
+            return None  # the row path says so
+        oldest_mtime = (_utc(start) - self.mtime_grace).timestamp()
+        stats, paths = ScanStats(), []
+        for path in sorted(glob.glob(self.pattern, recursive=True)):
+            try:
+                info = os.stat(path)
+            except FileNotFoundError:
+                return None  # rotation under way: the row path lists again
+            if not stat.S_ISREG(info.st_mode):
+                continue
+            stats.files_matched += 1
+            if info.st_mtime < oldest_mtime:
+                stats.files_pruned += 1
+                continue
+            if self._format_of(path)[0] != "parquet":
+                self._rows_instead("files that are not Parquet")
+                return None
+            paths.append(path)
+        if not paths:
+            return None
+        began = time.monotonic()
+        try:
+            frame, flagged = count_parquet(paths, request, start, end, timeout=self.timeout)
+        except Uncountable as exc:
+            self._rows_instead(str(exc))
+            return None
+        except Exception as exc:
+            if time.monotonic() - began >= self.timeout:
+                raise SourceError(
+                    f"cannot read {self.describe()}: the count took longer than source.timeout ({self.timeout:g} s)"
+                ) from None
+            self._rows_instead(f"DuckDB could not count them ({type(exc).__name__}: {str(exc)[:200]})")
+            return None
+        stats.files_read = len(paths)
+        self.last_scan = stats
+        self._report_unreadable({})
+        self._counts_unavailable = None
+        return counted_batch(frame, request, flagged)
+
+    def _rows_instead(self, why: str) -> None:
+        if why != self._counts_unavailable:  # once per reason, not at every tick
+            log.info("%s: reading rows, not counts: %s", self.describe(), why)
+            self._counts_unavailable = why
+        return None
 
     def _report_unreadable(self, skipped: dict[str, str]) -> None:
         """One log line when a file starts failing to parse, one when it reads again."""

@@ -24,7 +24,6 @@ import logging
 import math
 import re
 import time
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
@@ -43,15 +42,13 @@ from monitor.secrets import mask, mask_url, url_secrets
 from monitor.sources.arrow import ArrowReader, ArrowReadTimeout
 from monitor.sources.base import Batch, filter_window
 from monitor.sources.counts import (
-    INVALID_TIMESTAMP,
-    WEIGHT,
     CountRequest,
     Instant,
     count_keys,
     count_statement,
+    counted_batch,
     flaggable,
     numeric_columns,
-    with_missing_flags,
 )
 
 __all__ = ["SqlSource", "TimestampEncoding", "detect_encoding"]
@@ -374,14 +371,7 @@ class SqlSource:
         finally:
             self._deadline = math.inf
         self._counts_unavailable = None
-        frame = with_missing_flags(frame, request, self._flagged)
-        rejected: Counter[str] = Counter()
-        if INVALID_TIMESTAMP in frame.columns:
-            invalid = frame[INVALID_TIMESTAMP].to_numpy() == 1
-            if invalid.any():
-                rejected["timestamp_invalid"] = int(frame.loc[invalid, WEIGHT].sum())
-            frame = frame.loc[~invalid].drop(columns=INVALID_TIMESTAMP).reset_index(drop=True)
-        return Batch(frame, rejected, counted=True, flagged=self._flagged)
+        return counted_batch(frame, request, self._flagged)
 
     def _rows_instead(self, why: str) -> None:
         if why != self._counts_unavailable:  # once per reason, not at every tick
