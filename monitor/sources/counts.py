@@ -107,7 +107,7 @@ def range_column(index: int) -> str:
 
 
 def count_statement(
-    source: sa.TableClause | sa.Subquery,
+    source: sa.FromClause,
     request: CountRequest,
     instant: Instant,
     *,
@@ -171,9 +171,7 @@ def count_keys(chunks: Iterable[pd.DataFrame]) -> pd.DataFrame:
     return total
 
 
-def _flags(
-    source: sa.TableClause | sa.Subquery, flags: IndicatorFlags, index: int, sqlite: bool
-) -> list[sa.Label[Any]]:
+def _flags(source: sa.FromClause, flags: IndicatorFlags, index: int, sqlite: bool) -> list[sa.Label[Any]]:
     """A 1/0 flag per column, and 1/0 in :func:`missing_column` when no column has a number.
 
     (Two states per flag and one shared "missing" column keep the combinations few: a NULL

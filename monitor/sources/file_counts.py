@@ -1,11 +1,11 @@
 """Counts, not rows, for Parquet log files: the SQL sources' count statement, run by DuckDB.
 
 The same SQLAlchemy Core statement :func:`~monitor.sources.counts.count_statement` builds for a
-database runs over the window's Parquet files: DuckDB scans them as one Arrow dataset (only
-the columns the statement names, row groups outside the window skipped by their statistics)
-and groups in parallel, so a window of millions of rows comes back as its distinct
-combinations without ever being a pandas frame. Bounds are bound parameters; the file list
-is handed to DuckDB as a dataset object, never pasted into SQL.
+database runs over the window's Parquet files: DuckDB's own Parquet reader scans them (only the
+columns the statement names, row groups outside the window skipped by their statistics) and
+groups in parallel, so a window of millions of rows comes back as its distinct combinations
+without ever being a pandas frame. Bounds and the list of files are bound parameters
+(``FROM read_parquet($1)``), never pasted into SQL; pyarrow reads the first file's schema.
 
 Only timestamps stored as Parquet timestamps are counted here (an instant DuckDB compares
 exactly); epoch numbers or text, a file DuckDB cannot read (one still being written), or
@@ -57,7 +57,8 @@ def count_parquet(
     aware = ts_type.tz is not None
     numeric = frozenset(f.name for f in schema if pa.types.is_integer(f.type) or pa.types.is_floating(f.type))
     flagged = flaggable(request, numeric)
-    table = sa.table("logs", *(sa.column(name) for name in schema.names))
+    files: sa.BindParameter[list[str]] = sa.bindparam("files", list(paths))  # bound like any value
+    table = sa.func.read_parquet(files).table_valued(*schema.names).alias("logs")
     moment = table.c[request.timestamp]
 
     def bound(at: datetime, name: str) -> sa.ColumnElement[Any]:
@@ -77,7 +78,6 @@ def count_parquet(
     compiled = statement.compile(dialect=_DIALECT, compile_kwargs={"render_postcompile": True})
     params = [compiled.params[name] for name in compiled.positiontup or ()]
     with duckdb.connect() as conn:
-        conn.register("logs", dataset)
         timer = threading.Timer(timeout, conn.interrupt)
         timer.start()
         try:
