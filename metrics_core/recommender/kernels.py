@@ -139,8 +139,9 @@ def average_rate_ratio(g: Side, r: Side, rate: str) -> float:
 
 def _compact(user: IntArray) -> tuple[IntArray, int]:
     """Users renumbered ``0..u-1`` (each row's), and ``u``."""
-    present, index = np.unique(user, return_inverse=True)
-    return index.astype(np.int64), int(present.size)
+    present = np.bincount(user) > 0  # user codes are 0..m-1 already: renumber without sorting
+    renumber = np.cumsum(present) - 1
+    return renumber[user].astype(np.int64), int(present.sum())
 
 
 def user_sums(side: Side, columns: Mapping[str, FloatArray]) -> FloatArray:

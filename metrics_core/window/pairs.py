@@ -131,5 +131,7 @@ def codes_of(values: ArrayLike, name: str) -> tuple[IntArray, int]:
         raise ValueError(f"{name} has {int(np.isnan(arr).sum())} missing values (NaN); drop those rows first")
     if arr.dtype == object and any(v is None for v in arr):
         raise ValueError(f"{name} has missing values (None); drop those rows first")
+    if arr.dtype == object and all(isinstance(v, str) for v in arr):
+        arr = arr.astype(str)  # fixed-width text sorts in C, ~4x faster than comparing objects; same order
     uniq, inverse = np.unique(arr, return_inverse=True)
     return inverse.astype(np.int64).reshape(-1), int(uniq.size)
