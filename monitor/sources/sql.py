@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 import pandas as pd
+import pyarrow as pa
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.sql.type_api import TypeEngine
@@ -60,6 +61,7 @@ logger = logging.getLogger(__name__)
 _ISO_UTC = re.compile(r"^\d{4}-\d{2}-\d{2}(?P<sep>[T ])\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]00(?::?00)?)?$")
 _ISO_DATE_PREFIX = re.compile(r"^\d{4}-\d{2}-\d{2}")
 _PLACEHOLDERS = {"start", "end"}
+_ARROW_STRIKES = 3  # Arrow reads failing in a row (SQLAlchemy then reading) before a source gives Arrow up
 
 
 @dataclass(frozen=True)
@@ -220,6 +222,7 @@ class SqlSource:
         except (sa.exc.NoSuchModuleError, ImportError) as exc:
             raise ConfigError(f"source.url: cannot use {self.describe()}: {exc}") from exc
         self._bound_statements()
+        self._arrow_strikes, self._arrow_failure = 0, ""  # Arrow reads failed in a row; the last cause
         self._arrow = (
             ArrowReader.for_url(self._url, timeout=self._timeout, own_statement=self._query is None)
             if config.arrow
@@ -309,38 +312,47 @@ class SqlSource:
         return filter_window(frame, self.timestamp_column, start, end)
 
     def _frame(self, conn: Connection, statement: sa.Select[Any] | sa.TextClause) -> pd.DataFrame:
-        """The statement's rows: as Arrow columns where an ADBC driver applies, else through pandas.
-
-        When the Arrow read fails and pandas then reads the same rows, the failure was Arrow's
-        (a column whose stored values have mixed types, say): this source reads through pandas
-        from then on, logged once.
-        """
-        failure = None
+        """The statement's rows: as Arrow columns where an ADBC driver applies, else through pandas
+        (and through pandas once when the Arrow read fails: see :meth:`_arrow_failed`)."""
         if self._arrow is not None:
             try:
-                return self._arrow.read(
+                frame = self._arrow.read(
                     statement, self._deadline, text=self._text if self._is_sqlite else None
                 )
             except Exception as exc:
-                failure = self._short_cause(exc)
-                if (
-                    isinstance(exc, ArrowReadTimeout)
-                    or time.monotonic() > self._deadline
-                    or "timeout" in failure
-                ):
-                    raise SourceError(
-                        f"cannot read {self.describe()}: statement timeout: the read ran longer than "
-                        f"source.timeout ({self._timeout:g} s)"
-                    ) from None
-        frame = pd.read_sql(statement, conn)
-        if failure is not None:
+                frame = pd.read_sql(statement, self._arrow_failed(exc, conn))
+                self._give_up_arrow(exc, "reading rows through pandas")
+                return frame
+            self._arrow_strikes = 0
+            return frame
+        return pd.read_sql(statement, conn)
+
+    def _arrow_failed(self, exc: Exception, conn: Connection) -> Connection:
+        """An Arrow read failed: a timeout is the source's failure; anything else is retried through
+        SQLAlchemy on ``conn`` (returned), whose failure, if it fails too, is the source's."""
+        if (
+            isinstance(exc, ArrowReadTimeout)
+            or time.monotonic() > self._deadline
+            or "timeout" in str(exc).lower()
+        ):
+            raise SourceError(
+                f"cannot read {self.describe()}: statement timeout: the read ran longer than "
+                f"source.timeout ({self._timeout:g} s)"
+            ) from None
+        self._arrow_failure = self._short_cause(exc)
+        return conn
+
+    def _give_up_arrow(self, exc: Exception, instead: str) -> None:
+        """SQLAlchemy read what the Arrow read could not. Arrow is given up for this source (logged once)
+        when the data is the cause - values of a type the driver cannot hold - or after three such
+        failures in a row; a passing cause (a lock SQLite's own driver waited out) keeps it."""
+        self._arrow_strikes += 1
+        data = isinstance(exc, TypeError | pa.ArrowException) or "type mismatch" in str(exc).lower()
+        if data or self._arrow_strikes >= _ARROW_STRIKES:
             logger.info(
-                "%s: reading rows through pandas from now on; the Arrow read failed: %s",
-                self.describe(),
-                failure,
+                "%s: %s from now on; the Arrow read failed: %s", self.describe(), instead, self._arrow_failure
             )
             self._arrow = None
-        return frame
 
     def read_counts(self, request: CountRequest, start: datetime, end: datetime) -> Batch | None:
         """The window's distinct combinations of ``request``'s columns with their row counts
@@ -391,19 +403,15 @@ class SqlSource:
         if statement is None or self._arrow is None or not in_python:
             return None if statement is None else pd.read_sql(statement, conn)
         try:
-            return count_keys(self._arrow.read_chunks(statement, self._deadline, text=self._text))
+            frame = count_keys(self._arrow.read_chunks(statement, self._deadline, text=self._text))
         except Exception as exc:
-            failure = self._short_cause(exc)
-            if isinstance(exc, ArrowReadTimeout) or time.monotonic() > self._deadline:
-                raise SourceError(
-                    f"cannot read {self.describe()}: statement timeout: the read ran longer than "
-                    f"source.timeout ({self._timeout:g} s)"
-                ) from None
-        logger.info(
-            "%s: counting in the database from now on; the Arrow read failed: %s", self.describe(), failure
-        )
-        self._arrow = None
-        return self._counted_frame(conn, request, start, end)
+            grouped = self._count_statement(self._arrow_failed(exc, conn), request, start, end)
+            assert grouped is not None, "the same request, grouped"
+            frame = pd.read_sql(grouped, conn)
+            self._give_up_arrow(exc, "counting in the database")
+            return frame
+        self._arrow_strikes = 0
+        return frame
 
     def _count_statement(
         self, conn: Connection, request: CountRequest, start: datetime, end: datetime, *, grouped: bool = True

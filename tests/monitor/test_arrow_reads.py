@@ -16,6 +16,7 @@ import pytest
 import sqlalchemy as sa
 
 from monitor.config import SourceConfig
+from monitor.counting import count_request
 from monitor.errors import SourceError
 from monitor.evaluation import build_evaluators
 from monitor.sources.arrow import ArrowReader
@@ -128,6 +129,51 @@ def test_the_arrow_read_binds_the_window_bounds(tmp_path: Path, monkeypatch: pyt
     assert params[2:] == pytest.approx(
         [lo / day + epoch_jd - 1 / day, hi / day + epoch_jd + 1 / day], abs=1e-9
     )
+
+
+@pytest.mark.parametrize("counted", [False, True])
+def test_a_passing_arrow_failure_keeps_arrow_three_in_a_row_give_it_up(
+    tmp_path: Path, counted: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A lock (which SQLite's own driver waits out) must not cost the source its Arrow reads for good."""
+    url = _clean_sqlite(tmp_path)
+    source = SqlSource(SourceConfig(kind="sql", url=url, table="predictions"), timestamp_column="ts")
+    request = count_request(
+        config({"kind": "sql", "url": url, "table": "predictions"}, aggregate=True).models[0], ()
+    )
+    fails = {"left": 0}
+    original = ArrowReader.compile
+
+    def flaky(self: ArrowReader, statement: Any) -> tuple[str, list[Any]]:
+        if fails["left"]:
+            fails["left"] -= 1
+            raise OSError("[SQLite] database is locked")
+        return original(self, statement)
+
+    def read() -> int:
+        if counted:
+            batch = source.read_counts(request, NOW - timedelta(hours=9), NOW)
+            assert batch is not None
+            return batch.n_rows
+        return len(source.read(NOW - timedelta(hours=9), NOW).frame)
+
+    try:
+        with (
+            pytest.MonkeyPatch.context() as patch,
+            caplog.at_level(logging.INFO, logger="monitor.sources.sql"),
+        ):
+            patch.setattr(ArrowReader, "compile", flaky)
+            expected = read()
+            fails["left"] = 1
+            assert read() == expected and source.reader == "arrow"  # read by SQLAlchemy once, Arrow kept
+            assert read() == expected and source.reader == "arrow"
+            fails["left"] = 3
+            for _ in range(3):
+                assert read() == expected
+            assert source.reader == "pandas"  # three in a row
+        assert sum("from now on" in r.getMessage() for r in caplog.records) == 1
+    finally:
+        source.close()
 
 
 def test_a_user_query_on_sqlite_is_read_by_pandas(tmp_path: Path) -> None:
