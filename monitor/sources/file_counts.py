@@ -81,7 +81,10 @@ def count_parquet(
         timer = threading.Timer(timeout, conn.interrupt)
         timer.start()
         try:
-            frame: pd.DataFrame = conn.execute(compiled.string, params).fetch_arrow_table().to_pandas()
+            result = conn.execute(compiled.string, params)
+            # DuckDB 1.5 renamed fetch_arrow_table (deprecated there) to to_arrow_table
+            to_arrow = getattr(result, "to_arrow_table", None) or result.fetch_arrow_table
+            frame: pd.DataFrame = to_arrow().to_pandas()
         finally:
             timer.cancel()
     return frame, flagged
