@@ -31,6 +31,7 @@ from monitor.attributes import attributes
 from monitor.config import ModelConfig, Settings
 from monitor.counting import count_request, counts_suffice
 from monitor.label_join import join_labels
+from monitor.panes import Panes, PanesRead
 from monitor.results import GroupStats, ModelEvaluation, WindowResult
 from monitor.rows import TIMESTAMP, clean_rows, columns_for_frame, count_rows, labeled, task_data, weights
 from monitor.sources import Batch, CountingSource, Source, build_source
@@ -70,6 +71,7 @@ class Evaluator:
         self.adjust = adjust
         self.method = method
         self.options = model.options.evaluate_kwargs()  # files named by options are read once, now
+        self.panes = Panes(model.panes, model.label_delay, model.name) if model.panes.enabled else None
         self._progress = progress or (lambda _msg: None)
 
     def spans(self, now: datetime) -> list[_Span]:
@@ -81,6 +83,7 @@ class Evaluator:
     ) -> ModelEvaluation:
         """Evaluate every window at ``now``, or one explicit ``[start, end)`` window named ``range``."""
         t0 = time.perf_counter()
+        explicit = start is not None and end is not None
         if start is not None and end is not None:
             if start >= end:
                 raise ValueError(f"start {start} must be before end {end}")
@@ -94,7 +97,8 @@ class Evaluator:
         ranges = tuple(
             dict.fromkeys(r for s in spans for r in ((s.start, s.end), (s.label_start, s.label_end)))
         )
-        batch = self._read_counts(ranges, read_start, read_end) or self._read(read_start, read_end)
+        counted = self._read_counts(ranges, read_start, read_end, None if explicit else now)
+        batch = counted.batch if counted is not None else self._read(read_start, read_end)
         model = columns_for_frame(self.model, batch.frame)
         frame, rejected = clean_rows(batch.frame, model, counted=batch.counted)
         rejected.update(batch.rejected)
@@ -115,15 +119,28 @@ class Evaluator:
             skipped_files=batch.skipped_files,
             read_seconds=t1 - t0,
             compute_seconds=t2 - t1,
+            late_rows=counted.late_rows if counted is not None else 0,
+            pieces_read=counted.pieces_read if counted is not None else None,
         )
 
     def _read_counts(
-        self, ranges: tuple[tuple[datetime, datetime], ...], start: datetime, end: datetime
-    ) -> Batch | None:
-        """The window's rows counted by the database, where the task and the source allow it."""
+        self,
+        ranges: tuple[tuple[datetime, datetime], ...],
+        start: datetime,
+        end: datetime,
+        now: datetime | None,
+    ) -> PanesRead | None:
+        """The window's rows counted by the database, where the task and the source allow it:
+        through the sealed panes at a scheduled ``now`` (``None``: an explicit range, read whole)."""
         if not isinstance(self.source, CountingSource) or not counts_suffice(self.model, self.label_source):
             return None
-        return self.source.read_counts(count_request(self.model, ranges), start, end)
+        request = count_request(self.model, ranges)
+        if self.panes is not None and now is not None and self.source.narrow_reads:
+            through_panes = self.panes.read(self.source, request, start, end, now)
+            if through_panes is not None:
+                return through_panes
+        batch = self.source.read_counts(request, start, end)
+        return None if batch is None else PanesRead(batch, late_rows=0, pieces_read=None)
 
     def _read(self, start: datetime, end: datetime) -> Batch:
         batch = self.source.read(start, end)

@@ -271,6 +271,13 @@ def _self_metrics(snapshot: Snapshot, version: str) -> list[Metric]:
             "rows_read_total", "Prediction rows read from the source.", models, "rows_read_total"
         ),
         _rows_rejected(models),
+        _per_model_counter(
+            "late_rows_total",
+            "Rows found in sealed panes after their counts were kept (arrived later than "
+            "label_delay + panes.lateness); each was folded in by reading its panes again.",
+            models,
+            "late_rows_total",
+        ),
         _last_read_rejected(models),
         _per_model_gauge(
             "last_read_files_skipped",

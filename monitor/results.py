@@ -73,3 +73,5 @@ class ModelEvaluation:
     skipped_files: tuple[str, ...] = ()  # files that could not be parsed (tried again next time)
     read_seconds: float = 0.0
     compute_seconds: float = 0.0
+    late_rows: int = 0  # rows found in sealed panes since they were kept (monitor.panes)
+    pieces_read: int | None = None  # statements sent through sealed panes (None: whole windows read)

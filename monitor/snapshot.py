@@ -32,6 +32,7 @@ class ModelStatus:
     failures_total: int = 0
     rows_read_total: int = 0
     rows_rejected_total: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    late_rows_total: int = 0
     last_duration_seconds: float = float("nan")
 
 

@@ -38,6 +38,7 @@ __all__ = [
     "LabelColumnsConfig",
     "LabelsConfig",
     "ModelConfig",
+    "PanesConfig",
     "ServerConfig",
     "Settings",
     "SourceConfig",
@@ -89,7 +90,7 @@ class SourceConfig(_Strict):
     query: str | None = None
     path: str | None = None  # files: a path or glob, e.g. /var/log/model/predictions-*.jsonl
     format: Literal["jsonl", "csv", "parquet", "auto"] = "auto"
-    timestamp_format: Literal["auto", "iso", "datetime", "epoch"] = "auto"
+    timestamp_format: Literal["auto", "iso", "iso_utc", "datetime", "epoch"] = "auto"
     name: str | None = None  # memory: the name the composition root registered
     timeout: Duration = timedelta(seconds=60)  # one read: statement, lock wait, file scan
     # sql: let the database count rows by (score, label, groups, window) when the task's statistics
@@ -188,6 +189,26 @@ class WindowConfig(_Strict):
         return v
 
 
+class PanesConfig(_Strict):
+    """Sealed panes (:mod:`monitor.panes`): a counted source's kept per-pane counts, so that each
+    tick reads only the parts of its windows that can still change."""
+
+    enabled: bool = True
+    size: Duration = timedelta(hours=1)  # panes are aligned to the Unix epoch (whole hours)
+    # a pane is sealed once its end is older than label_delay + lateness: rows and labels final
+    lateness: Duration = timedelta(minutes=10)
+    recheck: Duration = timedelta(hours=1)  # how often kept panes are recounted for late rows
+    max_rows: int = Field(default=2_000_000, ge=0)  # counted combinations kept, all panes together
+
+    @model_validator(mode="after")
+    def _check(self) -> PanesConfig:
+        if self.size < timedelta(minutes=1) or timedelta(days=1) % self.size:
+            raise ValueError("`size` must divide a day and be at least 1m, e.g. 1h, 15m or 1d")
+        if self.lateness < timedelta(0) or self.recheck <= timedelta(0):
+            raise ValueError("`lateness` must not be negative and `recheck` must be positive")
+        return self
+
+
 def _default_windows() -> list[WindowConfig]:
     return [WindowConfig(name="1h", length=timedelta(hours=1))]
 
@@ -206,6 +227,7 @@ class ModelConfig(_Strict):
     windows: list[WindowConfig] = Field(default_factory=_default_windows)
     label_delay: Duration = timedelta(0)
     interval: Duration = timedelta(seconds=60)
+    panes: PanesConfig = Field(default_factory=PanesConfig)
     metrics: list[str] | None = None  # default: every metric the inputs allow
     fair_ranges: dict[str, tuple[float | None, float | None]] = Field(default_factory=dict)
     min_samples: int = Field(default=DEFAULT_MIN_SAMPLES, ge=1)

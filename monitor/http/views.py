@@ -58,6 +58,7 @@ class ModelJson(TypedDict):
     failures_total: int
     rows_read_total: int
     rows_rejected_total: dict[str, int]
+    late_rows_total: int
     last_read_rows_rejected: dict[str, int]
     skipped_files: list[str]
     last_duration_seconds: float | None
@@ -120,6 +121,7 @@ def _model_json(status: ModelStatus) -> ModelJson:
         "failures_total": status.failures_total,
         "rows_read_total": status.rows_read_total,
         "rows_rejected_total": dict(status.rows_rejected_total),
+        "late_rows_total": status.late_rows_total,
         "last_read_rows_rejected": dict(evaluation.rejected) if evaluation else {},
         "skipped_files": list(evaluation.skipped_files) if evaluation else [],
         "last_duration_seconds": finite_or_none(status.last_duration_seconds),

@@ -67,6 +67,16 @@ class CountingSource(Source, Protocol):
         """Counted combinations of ``request``'s columns; ``None``: cannot, read rows instead."""
         ...
 
+    def count_ranges(self, request: CountRequest, start: datetime, end: datetime) -> tuple[int, ...] | None:
+        """The number of rows in each of ``request``'s time ranges; ``None``: cannot."""
+        ...
+
+    @property
+    def narrow_reads(self) -> bool:
+        """Whether counting a small part of a window costs about that part (an index range, file
+        statistics), not a scan of much more: only then do sealed panes pay (:mod:`monitor.panes`)."""
+        ...
+
 
 def normalize_timestamps(values: pd.Series) -> pd.Series:
     """ISO text, SQL datetimes or epoch seconds -> UTC datetimes (NaT where unparseable).

@@ -38,9 +38,16 @@ class Uncountable(Exception):
 
 
 def count_parquet(
-    paths: Sequence[str], request: CountRequest, start: datetime, end: datetime, *, timeout: float
+    paths: Sequence[str],
+    request: CountRequest,
+    start: datetime,
+    end: datetime,
+    *,
+    timeout: float,
+    totals: bool = False,
 ) -> tuple[pd.DataFrame, frozenset[str]]:
-    """The count statement's result over ``paths``, and the indicator attributes flagged in it.
+    """The count statement's result over ``paths``, and the indicator attributes flagged in it
+    (``totals``: the one-row statement of rows per range, see :func:`count_statement`).
 
     Raises :class:`Uncountable` (with the reason) where the row path must read instead.
     """
@@ -74,6 +81,7 @@ def count_parquet(
         invalid=moment.is_(None),
         flagged=flagged,
         sqlite=False,
+        totals=totals,
     )
     compiled = statement.compile(dialect=_DIALECT, compile_kwargs={"render_postcompile": True})
     params = [compiled.params[name] for name in compiled.positiontup or ()]

@@ -142,6 +142,25 @@ class FileSource:
         ``None`` (logged once per reason) where the row path must read: ``aggregate: false``, files
         of another format, timestamps not stored as Parquet timestamps, a missing column, a file
         DuckDB cannot read (the row path skips and names it)."""
+        counted = self._count(request, start, end, totals=False)
+        if counted is None:
+            return None
+        frame, flagged = counted
+        return counted_batch(frame, request, flagged)
+
+    @property
+    def narrow_reads(self) -> bool:
+        return True  # DuckDB skips row groups outside the range by their statistics
+
+    def count_ranges(self, request: CountRequest, start: datetime, end: datetime) -> tuple[int, ...] | None:
+        """The number of rows in each of ``request``'s time ranges, counted by DuckDB in one pass;
+        ``None`` where :meth:`read_counts` would be ``None``."""
+        counted = self._count(request, start, end, totals=True)
+        return None if counted is None else tuple(int(n) for n in counted[0].iloc[0])
+
+    def _count(
+        self, request: CountRequest, start: datetime, end: datetime, *, totals: bool
+    ) -> tuple[pd.DataFrame, frozenset[str]] | None:
         if not self.aggregate or self.timestamp_column is None:
             return None
         directory = _static_directory(self.pattern)
@@ -168,7 +187,7 @@ class FileSource:
             return None
         began = time.monotonic()
         try:
-            frame, flagged = count_parquet(paths, request, start, end, timeout=self.timeout)
+            counted = count_parquet(paths, request, start, end, timeout=self.timeout, totals=totals)
         except Uncountable as exc:
             self._rows_instead(str(exc))
             return None
@@ -183,7 +202,7 @@ class FileSource:
         self.last_scan = stats
         self._report_unreadable({})
         self._counts_unavailable = None
-        return counted_batch(frame, request, flagged)
+        return counted
 
     def _rows_instead(self, why: str) -> None:
         if why != self._counts_unavailable:  # once per reason, not at every tick

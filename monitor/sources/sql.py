@@ -23,10 +23,11 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import pandas as pd
 import pyarrow as pa
@@ -61,6 +62,7 @@ __all__ = ["SqlSource", "TimestampEncoding", "detect_encoding"]
 logger = logging.getLogger(__name__)
 
 _PLACEHOLDERS = {"start", "end"}
+_T = TypeVar("_T")
 _ARROW_STRIKES = 3  # Arrow reads failing in a row (SQLAlchemy then reading) before a source gives Arrow up
 
 
@@ -235,6 +237,30 @@ class SqlSource:
         unknown form, or the window is empty; a requested column is missing (the row path then
         names it).
         """
+        frame = self._counting(lambda conn: self._counted_frame(conn, request, start, end))
+        return None if frame is None else counted_batch(frame, request, self._flagged)
+
+    @property
+    def narrow_reads(self) -> bool:
+        """Known once a read has seen the stored timestamps: numbers and SQL date-times are bound
+        exactly; text only with ``timestamp_format: iso_utc`` (otherwise whole days are scanned)."""
+        encoding = self._encoding
+        if encoding is None or self._placeholders:
+            return False
+        return encoding.kind in ("epoch", "datetime") or (encoding.kind == "iso" and encoding.exact)
+
+    def count_ranges(self, request: CountRequest, start: datetime, end: datetime) -> tuple[int, ...] | None:
+        """The number of rows in each of ``request``'s time ranges (within ``[start, end)``), in one
+        pass that returns one row; ``None`` where :meth:`read_counts` would be ``None``."""
+
+        def totals(conn: Connection) -> tuple[int, ...] | None:
+            statement = self._count_statement(conn, request, start, end, totals=True)
+            return None if statement is None else tuple(int(n) for n in conn.execute(statement).one())
+
+        return self._counting(totals)
+
+    def _counting(self, count: Callable[[Connection], _T | None]) -> _T | None:
+        """Run ``count`` on a connection under the source's deadline (``None``: read rows instead)."""
         if not self.config.aggregate or (self._query is not None and self._placeholders):
             why = "source.aggregate is off" if not self.config.aggregate else "the query binds :start/:end"
             self._rows_instead(why)
@@ -243,8 +269,8 @@ class SqlSource:
         self._deadline, self._interrupted = time.monotonic() + self._timeout, False
         try:
             with self._engine.connect() as conn:
-                frame = self._counted_frame(conn, request, start, end)
-                if frame is None:
+                result = count(conn)
+                if result is None:
                     return None
         except SourceError:
             raise
@@ -254,7 +280,7 @@ class SqlSource:
         finally:
             self._deadline = math.inf
         self._counts_unavailable = None
-        return counted_batch(frame, request, self._flagged)
+        return result
 
     def _rows_instead(self, why: str) -> None:
         if why != self._counts_unavailable:  # once per reason, not at every tick
@@ -285,7 +311,14 @@ class SqlSource:
         return frame
 
     def _count_statement(
-        self, conn: Connection, request: CountRequest, start: datetime, end: datetime, *, grouped: bool = True
+        self,
+        conn: Connection,
+        request: CountRequest,
+        start: datetime,
+        end: datetime,
+        *,
+        grouped: bool = True,
+        totals: bool = False,
     ) -> sa.Select[Any] | None:
         source = self._selectable(conn, request.names)
         available = set(source.c.keys()) if self._query is None else self._query_columns(conn)
@@ -320,6 +353,7 @@ class SqlSource:
             flagged=self._flagged,
             sqlite=self._is_sqlite,
             grouped=grouped,
+            totals=totals,
         )
 
     def _instant(self, column: sa.ColumnElement[Any], encoding: TimestampEncoding | None) -> Instant | None:
@@ -434,14 +468,24 @@ class SqlSource:
 
         Detected at every read (two index lookups where the column is indexed): a writer that
         changes format while the service runs shows up at the extremes, and the prefilter follows.
+        ``min`` and ``max`` are separate scalar subqueries: SQLite answers a lone ``min()`` or
+        ``max()`` from the index, but scans every row for a select that has both.
         """
         assert self.timestamp_column is not None
         column = source.c[self.timestamp_column]
-        low, high = conn.execute(sa.select(sa.func.min(column), sa.func.max(column))).one()
+        low, high = conn.execute(
+            sa.select(
+                sa.select(sa.func.min(column)).scalar_subquery(),
+                sa.select(sa.func.max(column)).scalar_subquery(),
+            )
+        ).one()
         encoding = detect_encoding(low, high)
         if encoding is None:
             return None  # no rows yet: nothing to learn, try again next time
         self._check_declared_format(encoding)
+        if encoding.kind == "iso" and self.config.timestamp_format == "iso_utc":
+            # declared: every row is UTC text in the extremes' style, so text bounds to the second are safe
+            encoding = replace(encoding, exact=True)
         if encoding.kind == "unknown" and not self._warned_unknown:
             self._warned_unknown = True
             logger.warning(
@@ -466,11 +510,12 @@ class SqlSource:
     def _check_declared_format(self, encoding: TimestampEncoding) -> None:
         """The stored values decide how to bind; say so when they contradict ``timestamp_format``."""
         declared = self.config.timestamp_format
-        kind = "iso" if encoding.kind in ("iso", "iso_day") else encoding.kind
+        kind = "iso" if encoding.kind in ("iso", "iso_day") and declared != "iso_utc" else encoding.kind
         # SQLite stores DATETIME as text: "datetime" and "iso" both mean text there.
         compatible: dict[str, set[str]] = {
             "auto": {kind},
             "iso": {"iso"},
+            "iso_utc": {"iso"},
             "epoch": {"epoch"},
             "datetime": {"datetime", "iso"},
         }

@@ -158,6 +158,6 @@ def placeholder_encoding(timestamp_format: str) -> TimestampEncoding:
     """How ``:start``/``:end`` of the user's own query are bound: the query is opaque, so the config says."""
     if timestamp_format == "epoch":
         return TimestampEncoding("epoch")
-    if timestamp_format == "iso":
+    if timestamp_format in ("iso", "iso_utc"):
         return TimestampEncoding("iso", separator="T", exact=True)
     return TimestampEncoding("datetime", aware=True)  # auto | datetime

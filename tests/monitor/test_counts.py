@@ -81,7 +81,11 @@ TASKS: dict[str, dict[str, Any]] = {
 }
 
 
-def config(source: dict[str, Any], *, aggregate: bool, task: str = "binary") -> Any:
+def config(
+    source: dict[str, Any], *, aggregate: bool, task: str = "binary", panes: bool | dict[str, Any] = False
+) -> Any:
+    """The dirty log's model; ``panes`` off by default: these tests pin one whole read (test_panes
+    pins the panes to it)."""
     return settings_from_dict(
         {
             "models": [
@@ -102,6 +106,7 @@ def config(source: dict[str, Any], *, aggregate: bool, task: str = "binary") -> 
                     "windows": [{"name": "1h", "length": "1h"}, {"name": "6h", "length": "6h"}],
                     "label_delay": "2h",
                     "min_samples": 30,
+                    "panes": panes if isinstance(panes, dict) else {"enabled": panes},
                 }
             ]
         }
@@ -134,9 +139,9 @@ def comparable(result: ModelEvaluation) -> dict[str, Any]:
     out: dict[str, Any] = {"rows_read": result.rows_read, "rejected": dict(result.rejected)}
     for w in result.windows:
         out[w.window] = {
-            "values": sorted(plain(astuple(v)) for v in w.values),
-            "model": sorted(plain(astuple(v)) for v in w.model_values),
-            "groups": sorted(plain(astuple(g)) for g in w.groups),
+            "values": sorted((plain(astuple(v)) for v in w.values), key=repr),
+            "model": sorted((plain(astuple(v)) for v in w.model_values), key=repr),
+            "groups": sorted((plain(astuple(g)) for g in w.groups), key=repr),
             "counts": (w.n_rows, w.n_labeled, w.n_label_rows),
             "dropped": dict(w.dropped_groups),
             "missing": dict(w.missing_group_rows),
@@ -300,12 +305,15 @@ def test_the_database_returns_far_fewer_rows_than_it_counts(tmp_path: Path) -> N
     ]
     spans = evaluator.spans(NOW)
     start = min(s.label_start for s in spans)
-    batch = evaluator._read_counts(
+    counted = evaluator._read_counts(
         tuple(dict.fromkeys(r for s in spans for r in ((s.start, s.end), (s.label_start, s.label_end)))),
         start,
         NOW,
+        None,
     )
-    assert batch is not None and batch.counted
+    assert counted is not None
+    batch = counted.batch
+    assert batch.counted
     in_window = int(((frame["ts"] >= start) & (frame["ts"] < NOW)).sum())
     assert batch.n_rows == in_window
     assert len(batch.frame) < in_window / 2

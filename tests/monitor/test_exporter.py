@@ -113,6 +113,7 @@ def model_status(name: str, evaluation: ModelEvaluation | None, **changes: objec
         failures_total=1,
         rows_read_total=12_345,
         rows_rejected_total=MappingProxyType({"score_invalid": 3, "label_invalid": 2}),
+        late_rows_total=25,
         last_duration_seconds=0.25,
     )
     return replace(status, **changes)  # type: ignore[arg-type]
@@ -328,6 +329,7 @@ def test_self_metrics() -> None:
     assert get("fairwatch_evaluations_total", model) == 3
     assert get("fairwatch_evaluation_failures_total", model) == 1
     assert get("fairwatch_rows_read_total", model) == 12_345
+    assert get("fairwatch_late_rows_total", model) == 25
     assert get("fairwatch_rows_rejected_total", {**model, "reason": "score_invalid"}) == 3
     assert get("fairwatch_rows_rejected_total", {**model, "reason": "label_invalid"}) == 2
     # the last read's bad rows, each counted once (the counter above counts them per read)

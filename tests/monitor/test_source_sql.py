@@ -173,6 +173,48 @@ def test_mixed_separators_and_offsets_widen_the_prefilter(tmp_path: Path, make_s
     assert window_statement(seen)[1][:2] == ["2026-11-21", "2026-11-24"]
 
 
+def test_declared_utc_text_is_bound_to_the_second(tmp_path: Path, make_source: MakeSource) -> None:
+    """``timestamp_format: iso_utc`` (every row UTC, one style): the text bounds are the window's
+    seconds, not whole days, and the window is still exact."""
+    rows = [(i, iso(t, suffix="+00:00"), 0.5) for i, t in EVENTS]
+    url = sqlite_table(tmp_path / "p.db", "id INTEGER, ts TEXT, score REAL", rows)
+    source = make_source(url, table="predictions", timestamp_format="iso_utc")
+    with captured_statements(source.engine) as seen:
+        assert read_ids(source) == IN_WINDOW
+    assert window_statement(seen)[1][:2] == ["2026-11-22T03:00:00", "2026-11-22T04:00:00"]
+    assert source.narrow_reads
+
+
+def test_declared_utc_text_with_offsets_at_the_extremes_keeps_whole_days(
+    tmp_path: Path, make_source: MakeSource, caplog: pytest.LogCaptureFixture
+) -> None:
+    rows = [(i, t.astimezone(_tz(+2)).isoformat(), 0.5) for i, t in EVENTS]
+    url = sqlite_table(tmp_path / "p.db", "id INTEGER, ts TEXT, score REAL", rows)
+    source = make_source(url, table="predictions", timestamp_format="iso_utc")
+    with captured_statements(source.engine) as seen:
+        assert read_ids(source) == IN_WINDOW
+    assert window_statement(seen)[1][:2] == ["2026-11-21", "2026-11-24"]
+    assert "timestamp_format is 'iso_utc'" in caplog.text
+    assert not source.narrow_reads
+
+
+def test_the_extremes_probe_uses_the_index(tmp_path: Path, make_source: MakeSource) -> None:
+    """SQLite answers a lone min() or max() from an index but scans every row for both in one select."""
+    rows = [(i, iso(t), 0.5) for i, t in EVENTS]
+    path = tmp_path / "p.db"
+    url = sqlite_table(path, "id INTEGER, ts TEXT, score REAL", rows)
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE INDEX predictions_ts ON predictions (ts)")
+    source = make_source(url, table="predictions")
+    with captured_statements(source.engine) as seen:
+        read_ids(source)
+    (probe,) = [s for s, _ in seen if "max(" in s]
+    with sqlite3.connect(path) as conn:
+        plan = [row[-1] for row in conn.execute(f"EXPLAIN QUERY PLAN {probe}")]
+    assert not any(step.startswith("SCAN predictions") for step in plan), plan
+    assert any("USING COVERING INDEX predictions_ts" in step for step in plan), plan
+
+
 def test_unrecognised_timestamps_are_filtered_in_pandas_only(
     tmp_path: Path, make_source: MakeSource, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -1,0 +1,225 @@
+"""Sealed panes: tick after tick, while the log grows, an evaluation through kept panes equals one
+whole read of its windows (the reference: the counted path with panes off, itself pinned to the row
+path in test_counts); rows that land in a sealed pane are found, counted as late and folded in."""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import sqlalchemy as sa
+from pydantic import ValidationError
+
+from monitor.config import PanesConfig
+from monitor.evaluation import Evaluator, build_evaluators
+from monitor.results import ModelEvaluation
+from tests.monitor.test_counts import NOW, SQLITE_TIMESTAMPS, comparable, config, dirty_log, sqlite_log
+
+PANES = {"size": "30m", "lateness": "5m", "recheck": "45m"}
+FIRST_TICK = NOW - timedelta(hours=3, minutes=-7)  # not on a pane boundary
+# ticks between pane boundaries and on them (then windows start and end exactly where panes do)
+TICKS = [FIRST_TICK + timedelta(minutes=m) for m in (0, 13, 26, 39, 53, 65, 83, 91, 104)]
+
+
+@dataclass
+class Store:
+    source: dict[str, Any]
+    append: Callable[[pd.DataFrame], None]
+
+
+def sqlite_store(tmp_path: Path, frame: pd.DataFrame, storage: str, **source: Any) -> Store:
+    ts_type, to_stored = SQLITE_TIMESTAMPS[storage]
+    url = sqlite_log(tmp_path, frame, ts_type, to_stored)
+
+    def append(rows: pd.DataFrame) -> None:
+        stored = rows.assign(ts=[to_stored(t) for t in rows["ts"]]).astype(object)
+        stored = stored.where(stored.notna(), None)
+        with sqlite3.connect(url.removeprefix("sqlite:///")) as conn:
+            marks = ", ".join("?" * len(stored.columns))
+            conn.executemany(f"INSERT INTO predictions VALUES ({marks})", stored.itertuples(index=False))
+
+    return Store({"kind": "sql", "url": url, "table": "predictions", **source}, append)
+
+
+def parquet_store(tmp_path: Path, frame: pd.DataFrame) -> Store:
+    folder = tmp_path / "logs"
+    folder.mkdir()
+
+    def append(rows: pd.DataFrame) -> None:
+        if len(rows):
+            path = folder / f"log-{uuid.uuid4().hex[:8]}.parquet"
+            pq.write_table(pa.Table.from_pandas(rows, preserve_index=False), path, row_group_size=300)
+
+    append(frame)
+    return Store({"kind": "files", "path": str(folder / "*.parquet")}, append)
+
+
+@pytest.fixture
+def postgres_store(postgres_url: str) -> Iterator[Callable[[pd.DataFrame], Store]]:
+    engine = sa.create_engine(postgres_url)
+
+    def make(frame: pd.DataFrame) -> Store:
+        table = f"panes_{uuid.uuid4().hex[:6]}"
+
+        def append(rows: pd.DataFrame) -> None:
+            rows.to_sql(table, engine, index=False, if_exists="append")
+
+        append(frame)
+        with engine.begin() as conn:
+            conn.execute(sa.text(f"CREATE INDEX ON {table} (ts)"))
+        return Store({"kind": "sql", "url": postgres_url, "table": table}, append)
+
+    yield make
+    engine.dispose()
+
+
+OPEN: list[Evaluator] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_sources() -> Iterator[None]:
+    yield
+    while OPEN:
+        OPEN.pop().source.close()
+
+
+def evaluators(store: Store, task: str = "binary", **panes: Any) -> tuple[Evaluator, Evaluator]:
+    """The model through panes, and the same model reading its whole windows (closed at teardown)."""
+    through = build_evaluators(config(store.source, aggregate=True, task=task, panes={**PANES, **panes}))
+    whole = build_evaluators(config(store.source, aggregate=True, task=task, panes=False))
+    OPEN.extend((through["tox"], whole["tox"]))
+    return through["tox"], whole["tox"]
+
+
+def same_report(result: ModelEvaluation) -> dict[str, Any]:
+    """What must not depend on panes: every value, interval, state, count and rejection but the
+    unreadable timestamps (a whole read counts those in its whole prefilter, panes at the tail)."""
+    out = comparable(result)
+    out["rejected"] = {k: n for k, n in out["rejected"].items() if k != "timestamp_invalid"}
+    return out
+
+
+def run_ticks(store: Store, frame: pd.DataFrame, task: str = "binary") -> list[ModelEvaluation]:
+    """Grow the log tick by tick (rows up to each tick) and compare both evaluators at every tick."""
+    through, whole = evaluators(store, task)
+    seen, results = FIRST_TICK, []
+    for tick in TICKS:
+        store.append(frame[(frame["ts"] >= seen) & (frame["ts"] < tick)])
+        seen = tick
+        result = through.evaluate(tick)
+        assert same_report(result) == same_report(whole.evaluate(tick)), tick
+        results.append(result)
+    assert through.panes is not None and through.panes.kept_rows() > 0
+    return results
+
+
+def growing_log(task: str = "binary") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The dirty log up to the first tick, and all of it (rows arrive up to NOW)."""
+    frame = dirty_log(4000)
+    frame["ts"] = frame["ts"].dt.floor("s")  # every storage below keeps whole seconds exactly
+    return frame[frame["ts"] < FIRST_TICK], frame
+
+
+def assert_panes_served(results: list[ModelEvaluation]) -> None:
+    """After the first ticks, each tick sends a few statements (the gaps, a newly sealed pane)."""
+    served = [r.pieces_read for r in results[2:]]
+    assert all(p is not None for p in served), served
+    assert min(p for p in served if p is not None) <= 4, served
+
+
+@pytest.mark.parametrize(
+    ("storage", "task"), [("iso-text", "binary"), ("epoch-float", "binary"), ("iso-text", "multiclass")]
+)
+def test_sqlite_ticks_through_panes_equal_whole_reads(tmp_path: Path, storage: str, task: str) -> None:
+    early, frame = growing_log()
+    store = sqlite_store(
+        tmp_path, early, storage, timestamp_format="iso_utc" if storage == "iso-text" else "auto"
+    )
+    assert_panes_served(run_ticks(store, frame, task))
+
+
+def test_parquet_ticks_through_panes_equal_whole_reads(tmp_path: Path) -> None:
+    early, frame = growing_log()
+    assert_panes_served(run_ticks(parquet_store(tmp_path, early), frame))
+
+
+@pytest.mark.integration
+def test_postgres_ticks_through_panes_equal_whole_reads(
+    postgres_store: Callable[[pd.DataFrame], Store],
+) -> None:
+    early, frame = growing_log()
+    assert_panes_served(run_ticks(postgres_store(early), frame))
+
+
+def test_late_rows_are_counted_and_folded_in_at_the_recheck(tmp_path: Path) -> None:
+    _early, frame = growing_log()
+    store = sqlite_store(tmp_path, frame[frame["ts"] < TICKS[3]], "epoch-float")
+    through, whole = evaluators(store)
+    for tick in TICKS[:3]:
+        through.evaluate(tick)
+    late = (
+        frame[frame["ts"] < TICKS[3]]
+        .sample(25, random_state=1)
+        .assign(
+            ts=TICKS[3] - timedelta(hours=4, minutes=10)  # well inside a sealed pane of the 6h window
+        )
+    )
+    store.append(late)
+    stale = through.evaluate(TICKS[3])  # recheck not due yet: the kept pane does not have them
+    assert stale.late_rows == 0
+    assert stale.rows_read == whole.evaluate(TICKS[3]).rows_read - 25
+    folded_at = TICKS[3] + timedelta(minutes=46)  # past panes.recheck
+    folded = through.evaluate(folded_at)
+    assert folded.late_rows == 25
+    assert same_report(folded) == same_report(whole.evaluate(folded_at))
+    assert through.evaluate(folded_at + timedelta(minutes=1)).late_rows == 0
+
+
+def test_text_timestamps_of_unknown_offset_read_whole_windows(tmp_path: Path) -> None:
+    """Without ``timestamp_format: iso_utc`` SQLite text is prefiltered by whole days: a piece of a
+    window would scan days, so panes stand aside."""
+    _early, frame = growing_log()
+    store = sqlite_store(tmp_path, frame, "iso-text")
+    through, whole = evaluators(store)
+    results = [through.evaluate(tick) for tick in TICKS[:3]]
+    assert [r.pieces_read for r in results] == [None, None, None]
+    assert same_report(results[-1]) == same_report(whole.evaluate(TICKS[2]))
+
+
+def test_the_memory_budget_keeps_fewer_panes_and_the_same_values(tmp_path: Path) -> None:
+    _early, frame = growing_log()
+    store = sqlite_store(tmp_path, frame, "epoch-float")
+    through, whole = evaluators(store, max_rows=900)
+    for tick in TICKS[:4]:
+        assert same_report(through.evaluate(tick)) == same_report(whole.evaluate(tick))
+    assert through.panes is not None and 0 < through.panes.kept_rows() <= 900
+
+
+def test_pane_settings_are_checked() -> None:
+    assert PanesConfig.model_validate({"size": "15m"}).size == timedelta(minutes=15)
+    for bad in ({"size": "7m"}, {"size": "30s"}, {"lateness": "-1m"}, {"recheck": "0s"}):
+        with pytest.raises(ValidationError, match=r"`size`|`lateness`|not a duration"):
+            PanesConfig.model_validate(bad)
+
+
+def test_panes_are_epoch_aligned() -> None:
+    from monitor.panes import _gaps, _panes
+
+    start = datetime.fromisoformat("2026-11-22T03:17:00+00:00")
+    panes = list(_panes(start, start + timedelta(hours=1), timedelta(minutes=30)))
+    assert [p.isoformat() for p in panes] == [
+        "2026-11-22T03:00:00+00:00",
+        "2026-11-22T03:30:00+00:00",
+        "2026-11-22T04:00:00+00:00",
+    ]
+    gaps = list(_gaps(start, start + timedelta(hours=1), panes[1:2], timedelta(minutes=30)))
+    assert gaps == [(start, panes[1]), (panes[2], start + timedelta(hours=1))]
