@@ -3,10 +3,12 @@
 Writes the Jigsaw-style log of ``bench_service.py`` as ten Parquet files (timestamps as Parquet
 timestamps), then runs the real CLI in a fresh process per mode - start-up included - counted by
 DuckDB (the default, ``aggregate: true``) and read as rows by pyarrow into pandas (``aggregate:
-false``, the baseline). Reports wall time, the CLI's peak RSS, and whether the two JSON reports
-are identical value for value. The last line is one JSON object.
+false``, the baseline); with ``--spark`` also counted by a ``kind: spark`` source on the same
+files (Spark ``local[2]``: the JVM starts inside the run; its memory is a child process', not in
+the CLI's peak RSS). Reports wall time, the CLI's peak RSS, and whether the JSON reports are
+identical value for value. The last line is one JSON object.
 
-    python benchmarks/bench_files.py [--rows 1000000 10000000]
+    python benchmarks/bench_files.py [--rows 1000000 10000000] [--spark]
 """
 
 from __future__ import annotations
@@ -32,7 +34,11 @@ from bench_service import NOW, make_log
 
 from monitor.demo import IDENTITIES
 
-MODES = {"counts (DuckDB)": True, "rows (pyarrow)": False}
+MODES: dict[str, dict[str, Any]] = {
+    "counts (DuckDB)": {"kind": "files", "aggregate": True},
+    "rows (pyarrow)": {"kind": "files", "aggregate": False},
+}
+SPARK = {"counts (Spark local[2])": {"kind": "spark", "aggregate": True}}
 
 
 def write_files(rows: int, folder: Path, parts: int = 10) -> str:
@@ -41,16 +47,20 @@ def write_files(rows: int, folder: Path, parts: int = 10) -> str:
     bounds = np.linspace(0, rows, parts + 1).astype(int)
     for i in range(parts):
         part = frame.iloc[bounds[i] : bounds[i + 1]]
-        pq.write_table(
-            pa.Table.from_pandas(part, preserve_index=False), folder / f"predictions-{i:02d}.parquet"
+        pq.write_table(  # microsecond timestamps: what Spark reads (DuckDB and pyarrow read both)
+            pa.Table.from_pandas(part, preserve_index=False),
+            folder / f"predictions-{i:02d}.parquet",
+            coerce_timestamps="us",
+            allow_truncated_timestamps=True,  # the nanoseconds bench_service draws; the same for every mode
         )
     return str(folder / "predictions-*.parquet")
 
 
-def write_config(glob: str, path: Path, *, aggregate: bool) -> None:
+def write_config(glob: str, path: Path, *, source: dict[str, Any]) -> None:
+    where = {"path": glob} if source["kind"] == "files" else {"path": str(Path(glob).parent)}
     model = {
         "name": "bench",
-        "source": {"kind": "files", "path": glob, "aggregate": aggregate},
+        "source": {**source, **where},
         "columns": {"id": "id", "timestamp": "ts", "score": "score", "label": "label"},
         "groups": [{"attribute": "identity", "kind": "indicator", "columns": list(IDENTITIES)}],
         "windows": [{"name": "24h", "length": "24h"}],
@@ -63,7 +73,9 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 10_000_000])
+    parser.add_argument("--spark", action="store_true", help="also count with a kind: spark source")
     args = parser.parse_args()
+    modes = {**MODES, **(SPARK if args.spark else {})}
     console = Console(stderr=True)
     table = Table(
         title=f"fairwatch evaluate of a 24 h window of Parquet files (load {os.getloadavg()[0]:.1f})"
@@ -76,9 +88,9 @@ def main() -> None:
             with console.status(f"writing {rows:,} rows as Parquet"):
                 glob = write_files(rows, Path(tmp) / f"logs-{rows}")
             runs = {}
-            for mode, aggregate in MODES.items():
-                config = Path(tmp) / f"{rows}-{aggregate}.yaml"
-                write_config(glob, config, aggregate=aggregate)
+            for i, (mode, source) in enumerate(modes.items()):
+                config = Path(tmp) / f"{rows}-{i}.yaml"
+                write_config(glob, config, source=source)
                 with console.status(f"{rows:,} rows: fairwatch evaluate ({mode})"):
                     runs[mode] = run_cli(config)
             reference = values(runs["rows (pyarrow)"]["report"])

@@ -81,17 +81,21 @@ class _Strict(BaseModel):
 
 
 class SourceConfig(_Strict):
-    """Where rows come from. ``kind: sql`` (SQLAlchemy URL + table or query) or ``kind: files``."""
+    """Where rows come from: ``kind: sql`` (SQLAlchemy URL + table or query), ``kind: files`` or
+    ``kind: spark`` (a Spark table or path, counted by the cluster)."""
 
-    kind: Literal["sql", "files", "memory"]
+    kind: Literal["sql", "files", "spark", "memory"]
     url: str | None = None
     table: str | None = None
     schema_: str | None = Field(default=None, alias="schema")
     query: str | None = None
     path: str | None = None  # files: a path or glob, e.g. /var/log/model/predictions-*.jsonl
-    format: Literal["jsonl", "csv", "parquet", "auto"] = "auto"
+    format: Literal["jsonl", "csv", "parquet", "delta", "auto"] = "auto"  # delta: spark only
     timestamp_format: Literal["auto", "iso", "iso_utc", "datetime", "epoch"] = "auto"
     name: str | None = None  # memory: the name the composition root registered
+    master: str | None = None  # spark: the master URL (default local[2])
+    remote: str | None = None  # spark: a Spark Connect URL (sc://host:15002), instead of master
+    conf: dict[str, str] = Field(default_factory=dict)  # spark: session settings
     timeout: Duration = timedelta(seconds=60)  # one read: statement, lock wait, file scan
     # sql: let the database count rows by (score, label, groups, window) when the task's statistics
     # are counts (binary); false reads every row
@@ -117,6 +121,13 @@ class SourceConfig(_Strict):
             raise ValueError("`timeout` must be positive, e.g. 60s")
         if self.kind == "files" and not self.path:
             raise ValueError("a files source needs `path` (a file or a glob)")
+        if self.kind == "spark":
+            if bool(self.table) == bool(self.path):
+                raise ValueError("a spark source needs exactly one of `table` or `path` (Parquet or Delta)")
+            if self.master and self.remote:
+                raise ValueError("a spark source takes `master` or `remote` (Spark Connect), not both")
+        elif self.format == "delta":
+            raise ValueError("`format: delta` is read by spark sources only")
         return self
 
 

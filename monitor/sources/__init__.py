@@ -24,6 +24,10 @@ def build_source(
         from monitor.sources.files import FileSource
 
         return FileSource(config, timestamp_column=timestamp_column)
+    if config.kind == "spark":
+        from monitor.sources.spark import SparkSource
+
+        return SparkSource(config, timestamp_column=timestamp_column)
     if config.kind == "memory":
         name = config.name or "default"
         if memory is None or name not in memory:
