@@ -29,13 +29,13 @@ from metrics_core.engine.adjust import Adjustment
 from metrics_core.stats.contrasts import Method
 from monitor.attributes import attributes
 from monitor.config import ModelConfig, Settings
-from monitor.counting import count_request, counts_suffice
+from monitor.counting import count_request, counts_suffice, label_join
 from monitor.label_join import join_labels
 from monitor.panes import Panes, PanesRead
 from monitor.results import GroupStats, ModelEvaluation, WindowResult
 from monitor.rows import TIMESTAMP, clean_rows, columns_for_frame, count_rows, labeled, task_data, weights
 from monitor.sources import Batch, CountingSource, Source, build_source
-from monitor.sources.counts import range_column
+from monitor.sources.counts import CountRequest, range_column
 from monitor.tasks import TASKS, WindowRequest, metrics_for
 
 __all__ = ["Evaluator", "build_evaluators"]
@@ -132,14 +132,26 @@ class Evaluator:
     ) -> PanesRead | None:
         """The window's rows counted by the database, where the task and the source allow it:
         through the sealed panes at a scheduled ``now`` (``None``: an explicit range, read whole)."""
-        if not isinstance(self.source, CountingSource) or not counts_suffice(self.model, self.label_source):
+        source, labels_source = self.source, self.label_source
+        if not isinstance(source, CountingSource) or not counts_suffice(self.model, source, labels_source):
             return None
-        request = count_request(self.model, ranges)
-        if self.panes is not None and now is not None and self.source.narrow_reads:
-            through_panes = self.panes.read(self.source, request, start, end, now)
+        labels = label_join(self.model, source, labels_source)
+        request = count_request(self.model, ranges, labels)
+        # panes keep counts by label: a label joined from its own table may still arrive after sealing
+        if self.panes is not None and now is not None and labels is None and source.narrow_reads:
+            through_panes = self.panes.read(source, request, start, end, now)
             if through_panes is not None:
                 return through_panes
-        batch = self.source.read_counts(request, start, end)
+        batch = source.read_counts(request, start, end)
+        if batch is not None and labels is not None:
+            assert isinstance(labels_source, CountingSource) and self.model.labels is not None
+            arrival = self.model.labels.columns.timestamp
+            assert arrival is not None, "joins_labels_of requires arrival times"
+            # the label rows the row path rejects (arrival times it cannot read), counted alike
+            arrived = labels_source.read_counts(CountRequest(arrival, (), (), ((start, end),)), start, end)
+            if arrived is None:
+                return None
+            batch.rejected.update(arrived.rejected)
         return None if batch is None else PanesRead(batch, late_rows=0, pieces_read=None)
 
     def _read(self, start: datetime, end: datetime) -> Batch:

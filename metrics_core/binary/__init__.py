@@ -23,12 +23,13 @@ from metrics_core.binary.ranking import (
     subgroup_auc,
 )
 from metrics_core.binary.rates import RATES, Rate
-from metrics_core.binary.specs import SPECS
+from metrics_core.binary.specs import ROUNDING_BOUNDS, SPECS
 
 __all__ = [
     "DEFAULT_MIN_SAMPLES",
     "INPUTS",
     "RATES",
+    "ROUNDING_BOUNDS",
     "SPECS",
     "Rate",
     "bnsp_auc",

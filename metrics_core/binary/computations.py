@@ -258,6 +258,24 @@ def standardized_mean_difference() -> Computation:
     )
 
 
+def tie_bound(x: str, y: str) -> Computation:
+    """Half the share of tied (``x``, ``y``) pairs: how far the AUC of ``x`` over ``y`` can be from
+    the AUC of the scores before they were rounded.
+
+    Rounding is monotone, so pairs in different bins keep their order; a tied pair counts 1/2
+    where its unrounded scores would count 0 or 1. No interval: a bound, not an estimate.
+    """
+
+    def no_interval(window: BinaryWindow, estimate: FloatArray) -> Interval:
+        return np.full_like(estimate, np.nan), np.full_like(estimate, np.nan)
+
+    def count(window: BinaryWindow) -> tuple[FloatArray, list[str]]:
+        fit = window.auc(x, y)
+        return fit.support, fit.reasons
+
+    return Computation("none", (x, y), lambda window: 0.5 * window.auc(x, y).ties, no_interval, count, None)
+
+
 def auc(x: str, y: str, *, offset: float = 0.0) -> Computation:
     """AUC of row set ``x`` over ``y`` (ties 1/2) plus ``offset``, with Newcombe's score interval.
 

@@ -18,10 +18,17 @@ from metrics_core.binary.computations import (
     rate_ratio,
     scaled_parity,
     standardized_mean_difference,
+    tie_bound,
 )
 from metrics_core.core.spec import FairRange, Family, Input, IntervalMethod, MetricSpec
 
-__all__ = ["SPECS"]
+__all__ = ["ROUNDING_BOUNDS", "SPECS"]
+
+#: The AUCs' bounds for rounded scores: computed by the library like any metric; the monitor
+#: reports them only for models that round (``score_decimals``).
+ROUNDING_BOUNDS = frozenset(
+    {"subgroup_auc_rounding_error", "bpsn_auc_rounding_error", "bnsp_auc_rounding_error"}
+)
 
 _ABS_DIFF = FairRange(-0.1, 0.1)
 _RATIO = FairRange(0.8, 1.25)
@@ -356,6 +363,25 @@ SPECS: list[MetricSpec] = [
         source=_AEG_SOURCE,
         meaning="positive: the group's positives score higher than the reference's positives",
         formula="1/2 - MWU(D+, D_g+) / (|D+| |D_g+|) = P(s_g+ > s_D+) + P(=)/2 - 1/2",
+    ),
+    # --- what rounding scores can cost the AUCs (only where scores are rounded: score_decimals)
+    *(
+        _group(
+            tie_bound(x, y),
+            name=f"{kind}_auc_rounding_error",
+            family="ranking",
+            requires=_RANK,
+            ideal=None,
+            fair_range=None,
+            source="informational: a bound from the counts of tied pairs (fairwatch, for score_decimals)",
+            meaning=f"the {kind} AUC of the scores before rounding (or of any breaking of ties) lies within this distance",
+            formula=f"(1/2) sum_bins |X(bin)| |Y(bin)| / (|X| |Y|), X, Y the two sets of {kind}_auc",
+        )
+        for kind, x, y in (
+            ("subgroup", "group+", "group-"),
+            ("bpsn", "reference+", "group-"),
+            ("bnsp", "group+", "reference-"),
+        )
     ),
     # --- model level ----------------------------------------------------------------------
     _model(

@@ -60,6 +60,7 @@ class AucEstimate:
     n_y: FloatArray
     support: FloatArray
     reasons: list[str]
+    ties: FloatArray  # share of the (x, y) pairs with equal scores (on the grid), NaN where a set is empty
 
 
 class ConfusionWindow:
@@ -175,7 +176,7 @@ class BinaryWindow(ConfusionWindow):
     def _compute_auc(self, x_name: str, y_name: str) -> AucEstimate:
         n = len(self.pairs)
         est, var, support = np.full(n, np.nan), np.full(n, np.nan), np.zeros(n)
-        n_x, n_y = np.zeros(n), np.zeros(n)
+        n_x, n_y, ties = np.zeros(n), np.zeros(n), np.full(n, np.nan)
         reasons = [""] * n
         for i, pair in enumerate(self.pairs):
             x_at, x_gap = _set_counts(pair, x_name)
@@ -192,9 +193,10 @@ class BinaryWindow(ConfusionWindow):
                 reasons[i] = f"{who} has no {_SET_TEXT[sign]}"
                 continue
             est[i], var[i] = auc_delong(x_at, x_gap, y_at, y_gap)
+            ties[i] = float(np.dot(x_at, y_at)) / (n_x[i] * n_y[i])
             if np.isnan(var[i]):
                 reasons[i] = "a single row on one side: no variance"
-        return AucEstimate(est, var, n_x, n_y, support, reasons)
+        return AucEstimate(est, var, n_x, n_y, support, reasons, ties)
 
     # -- whole-window quantities ----------------------------------------------------------------
 

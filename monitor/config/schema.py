@@ -234,6 +234,9 @@ class ModelConfig(_Strict):
     columns: ColumnsConfig = Field(default_factory=ColumnsConfig)
     threshold: float = 0.5
     score_range: tuple[float, float] | None = None  # scores outside are rejected rows
+    # binary: round scores half up to this many decimals before counting (continuous scores: far fewer
+    # combinations); the AUCs' possible rounding error is reported beside them
+    score_decimals: int | None = Field(default=None, ge=0, le=9)
     groups: list[GroupConfig]
     windows: list[WindowConfig] = Field(default_factory=_default_windows)
     label_delay: Duration = timedelta(0)
@@ -299,6 +302,8 @@ class ModelConfig(_Strict):
         attrs = [g.attribute for g in self.groups]
         if len(set(attrs)) != len(attrs):
             raise ValueError(f"attribute names must be unique, got {attrs}")
+        if self.score_decimals is not None and (self.task != "binary" or not self.columns.score):
+            raise ValueError("score_decimals rounds a binary model's score column: this model has none")
         return self
 
 

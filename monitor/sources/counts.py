@@ -45,6 +45,7 @@ __all__ = [
     "WEIGHT",
     "CountRequest",
     "IndicatorFlags",
+    "LabelJoin",
     "count_keys",
     "count_statement",
     "counted_batch",
@@ -52,6 +53,7 @@ __all__ = [
     "missing_column",
     "numeric_columns",
     "range_column",
+    "rounded_score",
     "with_missing_flags",
 ]
 
@@ -72,6 +74,19 @@ class IndicatorFlags:
 
 
 @dataclass(frozen=True)
+class LabelJoin:
+    """Labels kept in their own table of the same database, joined by the database while it counts:
+    each prediction gets the latest label of its id that arrived in the read range, where it has
+    no label of its own (what :func:`monitor.label_join.join_labels` does with rows)."""
+
+    source: Any  # the label source: a SqlSource on the same database
+    id: str  # the label table's id column
+    label: str  # the label table's label column
+    join_on: str  # the prediction log's id column
+    column: str  # the model's label column in the counted result
+
+
+@dataclass(frozen=True)
 class CountRequest:
     """The columns an evaluation needs counted, and the time ranges of its windows."""
 
@@ -80,6 +95,9 @@ class CountRequest:
     indicators: tuple[IndicatorFlags, ...]  # grouped by as flags (where the columns are numeric)
     ranges: tuple[tuple[datetime, datetime], ...]
     optional: tuple[str, ...] = ()  # columns the log may lack (then not counted by)
+    score: str | None = None  # the score column, rounded to score_decimals where it holds numbers
+    score_decimals: int | None = None
+    labels: LabelJoin | None = None  # labels joined from their own table
 
     def without(self, columns: Collection[str]) -> CountRequest:
         """The request without the (optional) ``columns``."""
@@ -89,7 +107,9 @@ class CountRequest:
     def names(self) -> tuple[str, ...]:
         """Every source column the request reads."""
         flagged = (c for flags in self.indicators for c in flags.columns)
-        return tuple(dict.fromkeys((self.timestamp, *self.columns, *flagged)))
+        joined = () if self.labels is None else (self.labels.join_on,)
+        names = (self.timestamp, *self.columns, *flagged, *joined)
+        return tuple(c for c in dict.fromkeys(names) if self.labels is None or c != self.labels.column)
 
 
 def missing_column(index: int) -> str:
@@ -118,6 +138,7 @@ def count_statement(
     sqlite: bool,
     grouped: bool = True,
     totals: bool = False,
+    round_score: bool = False,
 ) -> sa.Select[Any]:
     """``SELECT <keys>, count(*) FROM (<keys of each row in read>) GROUP BY <keys>``.
 
@@ -130,7 +151,10 @@ def count_statement(
     ``prefilter`` (an index-friendly condition) is ANDed in; rows where ``invalid`` holds are
     kept and marked in :data:`INVALID_TIMESTAMP` (they are rejected, as the row path does).
     The indicator attributes in ``flagged`` (see :func:`flaggable`) become flags; the others'
-    columns are grouped by as stored.
+    columns are grouped by as stored. With ``round_score`` (the source knows the score column
+    holds numbers) the score is grouped by rounded to ``request.score_decimals``
+    (:func:`rounded_score`): continuous scores then come back as a few thousand values, not one
+    per row.
     """
     moment, bound = instant
     insides = [
@@ -148,6 +172,9 @@ def count_statement(
             .where(where)
         )
     keys: list[sa.ColumnElement[Any]] = [source.c[c].label(c) for c in request.columns]
+    if round_score and request.score in request.columns and request.score_decimals is not None:
+        at = request.columns.index(request.score)
+        keys[at] = rounded_score(source.c[request.score], request.score_decimals, sqlite).label(request.score)
     for i, flags in enumerate(request.indicators):
         if flags.attribute in flagged:
             keys += _flags(source, flags, i, sqlite)
@@ -165,6 +192,25 @@ def count_statement(
         return each
     rows = each.subquery("r")
     return sa.select(*rows.c, sa.func.count().label(WEIGHT)).group_by(*rows.c)
+
+
+def rounded_score(column: sa.ColumnElement[Any], decimals: int, sqlite: bool) -> sa.ColumnElement[Any]:
+    """``floor(score * 10^decimals + 1/2) / 10^decimals`` in the database, bit for bit what
+    :func:`monitor.tasks.binary.round_scores` computes (which the rows are cleaned with, so a value
+    left unrounded here is rounded there): every step is one IEEE double operation. Values that are
+    not numbers (SQLite text), NaN, infinities and huge values are left as stored. SQLite has no
+    ``floor`` everywhere: ``CAST(y AS INTEGER)`` truncates toward zero, one less below zero."""
+    scale = sa.bindparam(None, float(10**decimals), type_=sa.Float())
+    half = sa.bindparam(None, 0.5, type_=sa.Float())
+    small = sa.bindparam(None, 1e9, type_=sa.Float())
+    if sqlite:
+        y = column * scale + half
+        whole = sa.cast(y, sa.Integer)
+        floor = whole - sa.case((y < whole, 1), else_=0)
+        number = sa.and_(sa.func.typeof(column).in_(["integer", "real"]), sa.func.abs(column) < small)
+        return sa.case((number, floor / scale), else_=column)
+    y = sa.cast(column, sa.Double()) * scale + half
+    return sa.case((sa.func.abs(column) < small, sa.func.floor(y) / scale), else_=column)
 
 
 def count_keys(chunks: Iterable[pd.DataFrame]) -> pd.DataFrame:

@@ -82,6 +82,7 @@ def count_parquet(
         flagged=flagged,
         sqlite=False,
         totals=totals,
+        round_score=request.score in numeric,
     )
     compiled = statement.compile(dialect=_DIALECT, compile_kwargs={"render_postcompile": True})
     params = [compiled.params[name] for name in compiled.positiontup or ()]

@@ -162,6 +162,14 @@ class SparkSource:
             return f"timestamps stored as {types[request.timestamp]}: no instant to compare in Spark"
         flagged = flaggable(request, {c for c, t in types.items() if t in _NUMERIC})
         keys: list[Column] = [F.col(c).alias(c) for c in request.columns]
+        score, decimals = request.score, request.score_decimals
+        if score in request.columns and decimals is not None and types[score] in _NUMERIC:
+            # the bits monitor.tasks.binary.round_scores computes: floor(x * 10^k + 1/2) / 10^k in doubles
+            scale, column = float(10**decimals), F.col(score)
+            rounded = F.floor(column.cast("double") * F.lit(scale) + F.lit(0.5)) / F.lit(scale)
+            keys[request.columns.index(score)] = (
+                F.when(F.abs(column) < F.lit(1e9), rounded).otherwise(column.cast("double")).alias(score)
+            )
         for i, flags in enumerate(request.indicators):
             if flags.attribute in flagged:
                 keys += _flags(flags, i, types)

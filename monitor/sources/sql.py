@@ -42,6 +42,7 @@ from monitor.sources.base import Batch, filter_window
 from monitor.sources.counts import (
     CountRequest,
     Instant,
+    LabelJoin,
     count_keys,
     count_statement,
     counted_batch,
@@ -104,6 +105,7 @@ class SqlSource:
         self._table: sa.TableClause | None = None  # reflected once, forgotten after a failed read
         self._numeric: frozenset[str] = frozenset()  # the table's columns of a numeric type
         self._text: frozenset[str] = frozenset()  # the table's columns of a text type
+        self._joined_text: frozenset[str] = frozenset()  # a joined label column of a text type
         self._counts_unavailable: str | None = None  # why the last read_counts read rows instead
         self._flagged: frozenset[str] = frozenset()  # indicator attributes thresholded by the database
         self._encoding: TimestampEncoding | None = None
@@ -294,13 +296,17 @@ class SqlSource:
         """The counted combinations. SQLite's ``GROUP BY`` sorts every row (~6 s per million here):
         on SQLite, with the Arrow reader, each row's keys come as Arrow columns and are counted by
         pandas' hash grouping instead - the same combinations and counts; elsewhere the database
-        groups."""
+        groups, and its combinations come as Arrow columns too (``pandas.read_sql`` without Arrow)."""
         in_python = self._arrow is not None and self._is_sqlite
         statement = self._count_statement(conn, request, start, end, grouped=not in_python)
-        if statement is None or self._arrow is None or not in_python:
+        if statement is None or self._arrow is None:
             return None if statement is None else pd.read_sql(statement, conn)
         try:
-            frame = count_keys(self._arrow.read_chunks(statement, self._deadline, text=self._text))
+            if in_python:
+                text = self._text | self._joined_text
+                frame = count_keys(self._arrow.read_chunks(statement, self._deadline, text=text))
+            else:
+                frame = self._arrow.read(statement, self._deadline)
         except Exception as exc:
             grouped = self._count_statement(self._arrow_failed(exc, conn), request, start, end)
             assert grouped is not None, "the same request, grouped"
@@ -320,7 +326,8 @@ class SqlSource:
         grouped: bool = True,
         totals: bool = False,
     ) -> sa.Select[Any] | None:
-        source = self._selectable(conn, request.names)
+        table = self._selectable(conn, request.names)
+        source: sa.FromClause = table
         available = set(source.c.keys()) if self._query is None else self._query_columns(conn)
         if absent := [c for c in request.optional if c not in available]:
             request = request.without(absent)  # a default-named optional column the log lacks
@@ -328,7 +335,13 @@ class SqlSource:
             self._rows_instead(f"column(s) {missing} missing")
             return None
         self._flagged = flaggable(request, self._numeric if self._query is None else ())
-        encoding = self._timestamp_encoding(conn, source)
+        encoding = self._timestamp_encoding(conn, table)  # of the log itself, before any join
+        if request.labels is not None:
+            joined = self._with_labels(conn, source, request.labels, start, end)
+            if isinstance(joined, str):
+                self._rows_instead(f"labels not joined in the database: {joined}")
+                return None
+            source = joined
         column = source.c[request.timestamp]
         instant = self._instant(column, encoding)
         if encoding is None or instant is None:
@@ -354,6 +367,89 @@ class SqlSource:
             sqlite=self._is_sqlite,
             grouped=grouped,
             totals=totals,
+            round_score=request.score in (self._numeric if self._query is None else ()),
+        )
+
+    # -- labels in their own table ------------------------------------------------------------------
+
+    def joins_labels_of(self, other: object) -> bool:
+        """Whether the database can join ``other``'s labels while it counts: both are tables of
+        this database (the same URL), and the labels record when they arrived."""
+        return (
+            isinstance(other, SqlSource)
+            and other.config.url == self.config.url
+            and self._query is None
+            and other._query is None
+            and other.timestamp_column is not None
+        )
+
+    def latest_labels(
+        self, conn: Connection, id_column: str, label_column: str, start: datetime, end: datetime
+    ) -> sa.Subquery | str:
+        """``(__jid, __jlabel)``: the latest label of each id that arrived in ``[start, end)`` - what
+        :func:`~monitor.label_join.join_labels` keeps - or why the database cannot tell."""
+        assert self.timestamp_column is not None, "joins_labels_of requires arrival times"
+        table = self._selectable(conn)
+        if missing := [c for c in (id_column, label_column) if c not in table.c]:
+            return f"label column(s) {missing} missing"
+        encoding = self._timestamp_encoding(conn, table)
+        arrived = table.c[self.timestamp_column]
+        instant = self._instant(arrived, encoding)
+        if encoding is None or instant is None:
+            return "no labels yet" if encoding is None else f"arrival times stored as {encoding.kind}"
+        moment, bound = instant
+        where = [
+            table.c[id_column].is_not(None),
+            moment >= bound(start, "label_lo"),
+            moment < bound(end, "label_hi"),
+        ]
+        if encoding.kind in ("iso", "iso_day"):
+            low, high, sql_type = encoding.bounds(start, end) or (None, None, None)
+            where += [
+                arrived >= sa.bindparam("label_day_lo", low, type_=sql_type),
+                arrived < sa.bindparam("label_day_hi", high, type_=sql_type),
+            ]
+        latest_first = sa.func.row_number().over(partition_by=table.c[id_column], order_by=moment.desc())
+        return (
+            sa.select(
+                table.c[id_column].label("__jid"),
+                table.c[label_column].label("__jlabel"),
+                latest_first.label("__rank"),
+            )
+            .where(*where)
+            .subquery("latest")
+        )
+
+    def column_kind(self, name: str) -> str:
+        """``number``, ``text`` or ``other``: how a reflected table column compares."""
+        return "number" if name in self._numeric else "text" if name in self._text else "other"
+
+    def _with_labels(
+        self, conn: Connection, log: sa.FromClause, join: LabelJoin, start: datetime, end: datetime
+    ) -> sa.Subquery | str:
+        """The log with ``join.column`` = its own label, else the latest joined one (a subquery)."""
+        labels: SqlSource = join.source
+        latest = labels.latest_labels(conn, join.id, join.label, start, end)
+        if isinstance(latest, str):
+            return latest
+        ids = (self.column_kind(join.join_on), labels.column_kind(join.id))
+        if ids[0] != ids[1] or "other" in ids:
+            return f"ids compared as text in Python: {join.join_on} is {ids[0]}, {join.id} is {ids[1]}"
+        own = log.c.get(join.column)
+        kinds = {
+            labels.column_kind(join.label),
+            *([self.column_kind(join.column)] if own is not None else []),
+        }
+        if len(kinds) != 1 or "other" in kinds:
+            return f"label columns of different types ({', '.join(sorted(kinds))})"
+        self._joined_text = frozenset({join.column}) if kinds == {"text"} else frozenset()
+        label = latest.c["__jlabel"] if own is None else sa.func.coalesce(own, latest.c["__jlabel"])
+        kept = [c for c in log.c if c.name != join.column]
+        on = sa.and_(log.c[join.join_on] == latest.c["__jid"], latest.c["__rank"] == 1)
+        return (
+            sa.select(*kept, label.label(join.column))
+            .select_from(log.outerjoin(latest, on))
+            .subquery("joined")
         )
 
     def _instant(self, column: sa.ColumnElement[Any], encoding: TimestampEncoding | None) -> Instant | None:

@@ -19,6 +19,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from metrics_core import REGISTRY, MetricSpec, get_metric
+from metrics_core.binary import ROUNDING_BOUNDS
 from monitor.tasks import binary, clustering, multiclass, recommender, regression, text
 from monitor.tasks.base import Rows, Task, TaskName, TaskOptions, WindowRequest
 
@@ -65,4 +66,6 @@ def metrics_for(model: ModelConfig) -> list[MetricSpec]:
         specs = list(chosen.values())
     else:
         specs = [s for s in REGISTRY.values() if s.family in task.families]
+        if model.score_decimals is None:  # the AUCs' rounding bounds: only where scores are rounded
+            specs = [s for s in specs if s.name not in ROUNDING_BOUNDS]
     return [s for s in specs if task.can_compute(s.name, model.columns)]

@@ -1,7 +1,8 @@
 """Binary classification: a score and/or a 0/1 prediction, a 0/1 label; evaluated from a score table.
 
 Bad rows, counted by reason: a score that is not a finite number (``score_invalid``) or lies
-outside ``score_range`` (``score_out_of_range``); a predicted class other than 0/1
+outside ``score_range`` (``score_out_of_range``, judged after ``score_decimals`` rounding, when
+set: :func:`round_scores`); a predicted class other than 0/1
 (``prediction_invalid``); a label that is not a number in [0, 1] (``label_invalid``; a
 missing label is not bad: it has not arrived yet). Probability labels (Jigsaw's ``target``)
 are binarised at >= 0.5.
@@ -21,13 +22,32 @@ from monitor.tasks.base import InputArray, Rows, Task, WindowRequest
 if TYPE_CHECKING:
     from monitor.config import ModelConfig
 
-__all__ = ["TASK"]
+__all__ = ["TASK", "round_scores"]
+
+
+def round_scores(score: np.ndarray, decimals: int) -> np.ndarray:
+    """``floor(score * 10^decimals + 1/2) / 10^decimals``: half up, in IEEE doubles.
+
+    The definition every engine computes alike (SQL's ``round`` differs between databases,
+    numpy's rounds half to even): each step is one correctly rounded double operation, so SQLite,
+    PostgreSQL, DuckDB and numpy give the same bits (:func:`monitor.sources.counts.rounded_score`
+    is its SQL twin), and rounding a rounded score changes nothing. NaN and infinities stay.
+
+    >>> round_scores(np.array([0.125, 0.12499, -0.125, 0.5, np.nan]), 2).tolist()
+    [0.13, 0.12, -0.12, 0.5, nan]
+    """
+    scale = float(10**decimals)
+    with np.errstate(invalid="ignore"):
+        out: np.ndarray = np.floor(score.astype(np.float64) * scale + 0.5) / scale
+    return out
 
 
 def clean(rows: Rows, model: ModelConfig) -> None:
     cols = model.columns
     if cols.score:
         score = rows.numeric(cols.score)
+        if model.score_decimals is not None:
+            score = round_scores(score, model.score_decimals)
         rows.reject(~np.isfinite(score), "score_invalid")
         if model.score_range is not None:
             lo, hi = model.score_range

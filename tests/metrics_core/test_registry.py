@@ -54,6 +54,10 @@ INFORMATIONAL = {
     "theil_index",
     "generalized_entropy_index",
     "coefficient_of_variation",
+    # the AUCs' bounds for rounded scores (score_decimals): a distance, not a disparity
+    "subgroup_auc_rounding_error",
+    "bpsn_auc_rounding_error",
+    "bnsp_auc_rounding_error",
 }
 # interval method per kind of value: metrics.md section 5, recalibrated by issue 11 (docs/alerts.md):
 # skewness-corrected score intervals for differences and ratios of rates (Katz's and Newcombe's
@@ -188,7 +192,8 @@ def test_families_and_levels_partition_the_registry():
     assert sorted(name for family in by_family for name in family) == sorted(names)
     assert all(by_family), "every family has metrics"
     assert set(mc.metric_names(family="model")) <= set(mc.metric_names(level="model"))
-    assert set(mc.metric_names(family="ranking")) == {*RELATIVE_AUC, "negative_aeg", "positive_aeg"}
+    bounds = {f"{name}_rounding_error" for name in RELATIVE_AUC}
+    assert set(mc.metric_names(family="ranking")) == {*RELATIVE_AUC, *bounds, "negative_aeg", "positive_aeg"}
 
 
 def test_aliases_resolve():

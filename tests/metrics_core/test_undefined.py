@@ -28,7 +28,14 @@ PER_GROUP_RATES = {
     "accuracy",
 }
 # Everything else depends on the reference too (subgroup AUC only looks inside the group).
-COMPARATIVE = set(GROUP_METRICS) - PER_GROUP_RATES - {"subgroup_auc"}
+COMPARATIVE = set(GROUP_METRICS) - PER_GROUP_RATES - {"subgroup_auc", "subgroup_auc_rounding_error"}
+
+
+def with_bounds(names: set[str]) -> set[str]:
+    """An AUC's rounding bound is undefined exactly where the AUC is (one of its sets is empty)."""
+    return names | {f"{n}_rounding_error" for n in names if n in ("subgroup_auc", "bpsn_auc", "bnsp_auc")}
+
+
 TPR_BASED = {
     "true_positive_rate",
     "false_negative_rate",
@@ -66,20 +73,20 @@ SCENARIOS: dict[str, tuple[list, list, set[str], set[str]]] = {
     "group_without_positives": (
         [(0.8, 0), (0.3, 0), (0.6, 0), (0.2, 0)],
         MIXED_R,
-        TPR_BASED | {"subgroup_auc", "bnsp_auc", "positive_aeg"},
+        with_bounds(TPR_BASED | {"subgroup_auc", "bnsp_auc", "positive_aeg"}),
         {"power_mean_subgroup_auc", "power_mean_bnsp_auc", "jigsaw_final_score"},
     ),
     "group_without_negatives": (
         [(0.8, 1), (0.3, 1), (0.6, 1), (0.2, 1)],
         MIXED_R,
-        FPR_BASED | {"subgroup_auc", "bpsn_auc", "negative_aeg"},
+        with_bounds(FPR_BASED | {"subgroup_auc", "bpsn_auc", "negative_aeg"}),
         {"power_mean_subgroup_auc", "power_mean_bpsn_auc", "jigsaw_final_score"},
     ),
     "one_class_window": (
         [(0.8, 0), (0.3, 0), (0.6, 0)],
         [(0.9, 0), (0.2, 0), (0.7, 0)],
         # PPV_R = 0 / 2 selected: the precision ratio has a zero denominator
-        TPR_BASED | {"subgroup_auc", "bpsn_auc", "bnsp_auc", "positive_aeg", "precision_ratio"},
+        with_bounds(TPR_BASED | {"subgroup_auc", "bpsn_auc", "bnsp_auc", "positive_aeg", "precision_ratio"}),
         {"overall_auc"} | POWER_MEANS,
     ),
     "reference_never_selected": (
@@ -134,9 +141,11 @@ SCENARIOS: dict[str, tuple[list, list, set[str], set[str]]] = {
         [(0.2, 1), (0.4, 1), (0.9, nan)],
         # no labeled negative anywhere; the only selected rows are unlabeled (no PPV); TPR_R = 0.
         # benefit b = ŷ - y + 1 = 0 for every labeled row: mean 0, the indices divide by it
-        FPR_BASED
-        | {"subgroup_auc", "bpsn_auc", "bnsp_auc", "negative_aeg"}
-        | {"positive_predictive_value", "precision_ratio", "recall_ratio"},
+        with_bounds(
+            FPR_BASED
+            | {"subgroup_auc", "bpsn_auc", "bnsp_auc", "negative_aeg"}
+            | {"positive_predictive_value", "precision_ratio", "recall_ratio"}
+        ),
         {"overall_auc"} | POWER_MEANS | BENEFIT,
     ),
     "empty_group": ([], MIXED_R, set(GROUP_METRICS), POWER_MEANS),
