@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import pandas as pd
 
 from monitor.config import ModelConfig
@@ -15,7 +17,9 @@ def join_labels(batch: Batch, labels: Batch, model: ModelConfig) -> Batch:
     """``batch`` with each row's label from ``labels`` where its own label column has none.
 
     The latest label of an id wins when the label source records arrival times (a relabel
-    replaces the first judgement). Ids are compared as text, so 17, 17.0 and "17" join.
+    replaces the first judgement); of labels that arrived at the same time, the greatest, a missing
+    one before all (the order the database join uses: :meth:`SqlSource.latest_labels`). Ids are
+    compared as text, so 17, 17.0 and "17" join.
     """
     labels_cfg = model.labels
     assert labels_cfg is not None, "only models with a label source join labels"
@@ -25,7 +29,11 @@ def join_labels(batch: Batch, labels: Batch, model: ModelConfig) -> Batch:
         raise SourceError(f"label source: column(s) {missing} missing; it has {list(labels.frame.columns)}")
     found = labels.frame
     if labels_cfg.columns.timestamp is not None:
-        found = found.sort_values(labels_cfg.columns.timestamp, kind="stable")
+        arrival = labels_cfg.columns.timestamp
+        try:  # ties in arrival: ordered by the label too, so that which one wins does not depend on read order
+            found = found.sort_values([arrival, label_col], kind="stable", na_position="last")
+        except TypeError:  # labels of several types (text and numbers) have no order
+            found = found.sort_values(arrival, kind="stable")
     found = found.assign(__join_key=_id_text(found[id_col]))
     found = found.dropna(subset=["__join_key"]).drop_duplicates("__join_key", keep="last")
     found = found[["__join_key", label_col]].rename(columns={label_col: "__joined_label"})
@@ -48,10 +56,12 @@ def _id_text(values: pd.Series) -> pd.Series:
     """Ids as text, so that 17, 17.0 (an integer column with a NULL) and "17" join; missing stays NA."""
 
     def text(v: object) -> str | None:
-        if v is None or (isinstance(v, float) and v != v):
+        if v is None or (isinstance(v, float | Decimal) and v != v):
             return None
         if isinstance(v, float) and v.is_integer():
             return str(int(v))
+        if isinstance(v, Decimal):  # NUMERIC ids: 17.0 -> "17", 17.50 -> "17.5", as for floats
+            return str(int(v)) if v == v.to_integral_value() else format(v.normalize(), "f")
         return str(v)
 
     return values.astype(object).map(text).astype("string")

@@ -94,7 +94,8 @@ class Panes:
         usable: list[datetime] = []
         for pane in _panes(start, min(end, sealed_before), self.config.size):
             pane_end = pane + self.config.size
-            if pane < start or pane_end > end or any(pane < c < pane_end for c in cuts):
+            unsealed = pane_end > sealed_before  # rows may still be written into it
+            if unsealed or pane < start or pane_end > end or any(pane < c < pane_end for c in cuts):
                 continue
             if pane not in self._kept:
                 if self._full:

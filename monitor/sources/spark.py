@@ -194,8 +194,9 @@ class SparkSource:
         lo, hi = _utc(start), _utc(end)
         if kind == "TimestampType":
             return (col >= F.lit(lo)) & (col < F.lit(hi))
-        if kind == "TimestampNTZType":  # UTC wall time
-            naive = [F.lit(t.replace(tzinfo=None)).cast("timestamp_ntz") for t in (lo, hi)]
+        if kind == "TimestampNTZType":  # UTC wall time: the instant, cast in the session's zone (UTC)
+            # (a naive Python datetime would be read as the *process's* local time by py4j)
+            naive = [F.lit(t).cast("timestamp_ntz") for t in (lo, hi)]
             return (col >= naive[0]) & (col < naive[1])
         if kind in _NUMERIC:  # epoch seconds, compared as doubles like the row path
             seconds = col.cast("double")

@@ -106,6 +106,8 @@ class SqlSource:
         self._numeric: frozenset[str] = frozenset()  # the table's columns of a numeric type
         self._text: frozenset[str] = frozenset()  # the table's columns of a text type
         self._joined_text: frozenset[str] = frozenset()  # a joined label column of a text type
+        self._single: frozenset[str] = frozenset()  # the table's REAL columns (float4, except on SQLite)
+        self._integer: frozenset[str] = frozenset()  # the table's integer columns
         self._counts_unavailable: str | None = None  # why the last read_counts read rows instead
         self._flagged: frozenset[str] = frozenset()  # indicator attributes thresholded by the database
         self._encoding: TimestampEncoding | None = None
@@ -367,8 +369,16 @@ class SqlSource:
             sqlite=self._is_sqlite,
             grouped=grouped,
             totals=totals,
-            round_score=request.score in (self._numeric if self._query is None else ()),
+            round_score=self._rounds_in_sql(request.score),
         )
+
+    def _rounds_in_sql(self, score: str | None) -> bool:
+        """Whether the database rounds the score (score_decimals) as numpy would round what the
+        driver returns: a column of doubles or exact numbers. Not PostgreSQL's ``real``: the SQL widens
+        float4 exactly (0.285 -> 0.28499999642...) where psycopg's text gives 0.285."""
+        if self._query is not None or score not in self._numeric:
+            return False
+        return self._is_sqlite or score not in self._single  # SQLite's REAL is a double
 
     # -- labels in their own table ------------------------------------------------------------------
 
@@ -409,7 +419,17 @@ class SqlSource:
                 arrived >= sa.bindparam("label_day_lo", low, type_=sql_type),
                 arrived < sa.bindparam("label_day_hi", high, type_=sql_type),
             ]
-        latest_first = sa.func.row_number().over(partition_by=table.c[id_column], order_by=moment.desc())
+        # ties in arrival broken like join_labels: a missing label first, then the greatest (byte order)
+        label = table.c[label_column]
+        ordered = (
+            sa.collate(label, "C")
+            if self.column_kind(label_column) == "text" and not self._is_sqlite
+            else label
+        )
+        latest_first = sa.func.row_number().over(
+            partition_by=table.c[id_column],
+            order_by=(moment.desc(), sa.case((label.is_(None), 1), else_=0).desc(), ordered.desc()),
+        )
         return (
             sa.select(
                 table.c[id_column].label("__jid"),
@@ -419,6 +439,11 @@ class SqlSource:
             .where(*where)
             .subquery("latest")
         )
+
+    def id_kind(self, name: str) -> str:
+        """``integer``, ``text`` or ``other``: ids the database compares as the row path does (text
+        of an integer is the integer); other numbers (17.0 vs 17, NUMERIC read as text) are not."""
+        return "integer" if name in self._integer else "text" if name in self._text else "other"
 
     def column_kind(self, name: str) -> str:
         """``number``, ``text`` or ``other``: how a reflected table column compares."""
@@ -432,7 +457,7 @@ class SqlSource:
         latest = labels.latest_labels(conn, join.id, join.label, start, end)
         if isinstance(latest, str):
             return latest
-        ids = (self.column_kind(join.join_on), labels.column_kind(join.id))
+        ids = (self.id_kind(join.join_on), labels.id_kind(join.id))
         if ids[0] != ids[1] or "other" in ids:
             return f"ids compared as text in Python: {join.join_on} is {ids[0]}, {join.id} is {ids[1]}"
         own = log.c.get(join.column)
@@ -443,7 +468,14 @@ class SqlSource:
         if len(kinds) != 1 or "other" in kinds:
             return f"label columns of different types ({', '.join(sorted(kinds))})"
         self._joined_text = frozenset({join.column}) if kinds == {"text"} else frozenset()
-        label = latest.c["__jlabel"] if own is None else sa.func.coalesce(own, latest.c["__jlabel"])
+        joined_label = latest.c["__jlabel"]
+        if own is None:
+            label: sa.ColumnElement[Any] = joined_label
+        elif kinds == {"number"} and not self._is_sqlite:  # NaN is no label either (join_labels: notna)
+            nan = sa.bindparam(None, float("nan"), type_=sa.Float())
+            label = sa.case((sa.or_(own.is_(None), own == nan), joined_label), else_=own)
+        else:
+            label = sa.func.coalesce(own, joined_label)
         kept = [c for c in log.c if c.name != join.column]
         on = sa.and_(log.c[join.join_on] == latest.c["__jid"], latest.c["__rank"] == 1)
         return (
@@ -550,6 +582,8 @@ class SqlSource:
         names = [c.name for c in table.columns]
         self._numeric = numeric_columns(table)
         self._text = frozenset(c.name for c in table.columns if isinstance(c.type, sa.String))
+        self._single = frozenset(c.name for c in table.columns if isinstance(c.type, sa.REAL))
+        self._integer = frozenset(c.name for c in table.columns if isinstance(c.type, sa.Integer))
         ts = self.timestamp_column
         if ts is not None and ts not in names:
             raise SourceError(f"column {ts!r} not found in {self.describe()}; its columns are {names}")

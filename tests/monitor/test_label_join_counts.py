@@ -27,7 +27,8 @@ from tests.monitor.test_source_sql import captured_statements
 
 
 def label_table(frame: pd.DataFrame, seed: int = 11) -> pd.DataFrame:
-    """Labels of ~70% of the predictions, arriving 0-5 h after them; 10% relabelled later."""
+    """Labels of ~70% of the predictions, arriving 0-5 h after them; 10% relabelled later, 5% at the
+    same instant."""
     rng = np.random.default_rng(seed)
     picked = frame.sample(frac=0.7, random_state=seed)
     late = pd.to_timedelta(rng.uniform(0, 5 * 3600, len(picked)), unit="s")
@@ -41,11 +42,13 @@ def label_table(frame: pd.DataFrame, seed: int = 11) -> pd.DataFrame:
     again = labels.sample(frac=0.1, random_state=seed + 1).assign(
         y=lambda d: 1.0 - d["y"], arrived=lambda d: d["arrived"] + pd.Timedelta(minutes=30)
     )
+    # relabelled at the very same instant (batch loads stamp one time): the greatest label wins, both ways
+    tied = labels.sample(frac=0.05, random_state=seed + 2).assign(y=lambda d: 1.0 - d["y"])
     stranger = pd.DataFrame(
         {"pid": [10**6, 10**6 + 1], "y": [1.0, 0.0], "arrived": [NOW - timedelta(hours=3)] * 2}
     )
     missing = pd.DataFrame({"pid": [None], "y": [1.0], "arrived": [NOW - timedelta(hours=3)]})
-    return pd.concat([labels, again, stranger, missing], ignore_index=True)
+    return pd.concat([labels, again, tied, stranger, missing], ignore_index=True)
 
 
 def predictions(task: str) -> pd.DataFrame:
@@ -145,6 +148,41 @@ def test_postgres_labels_joined_in_the_database_equal_rows(postgres_url: str) ->
     rows, _ = evaluate(postgres_url, aggregate=False, task="binary", tables=tables)
     assert joined_by_the_database(statements)
     assert comparable(counted) == comparable(rows)
+
+
+@pytest.mark.integration
+def test_postgres_nan_own_labels_take_the_joined_label(postgres_url: str) -> None:
+    """A float8 'NaN' in the prediction's own label is no label (the row path: notna); the database
+    must not keep it over the joined one (found by review)."""
+    tables = (f"predictions_{uuid.uuid4().hex[:6]}", f"labels_{uuid.uuid4().hex[:6]}")
+    frame = predictions("binary")
+    engine = sa.create_engine(postgres_url)
+    try:
+        frame.to_sql(tables[0], engine, index=False)
+        labels = label_table(frame)
+        labels.assign(arrived=pd.to_datetime(labels["arrived"], utc=True)).to_sql(
+            tables[1], engine, index=False
+        )
+        quoted = engine.dialect.identifier_preparer.quote(tables[0])
+        with engine.begin() as conn:
+            conn.execute(sa.text(f"UPDATE {quoted} SET label = 'NaN' WHERE label IS NULL"))
+    finally:
+        engine.dispose()
+    counted, statements = evaluate(postgres_url, aggregate=True, task="binary", tables=tables)
+    assert joined_by_the_database(statements)
+    assert comparable(counted) == comparable(
+        evaluate(postgres_url, aggregate=False, task="binary", tables=tables)[0]
+    )
+
+
+def test_ids_as_text_normalise_numeric_ids() -> None:
+    """PostgreSQL NUMERIC ids read by pandas are Decimals: 17.0 joins 17 as a float does."""
+    from decimal import Decimal
+
+    from monitor.label_join import _id_text
+
+    ids = pd.Series([Decimal("17.0"), Decimal("17.50"), 17.0, "17", None, Decimal("NaN")], dtype=object)
+    assert _id_text(ids).tolist() == ["17", "17.5", "17", "17", pd.NA, pd.NA]
 
 
 def test_ids_of_different_types_are_joined_in_python(

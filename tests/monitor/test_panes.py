@@ -184,6 +184,35 @@ def test_late_rows_are_counted_and_folded_in_at_the_recheck(tmp_path: Path) -> N
     assert through.evaluate(folded_at + timedelta(minutes=1)).late_rows == 0
 
 
+def test_rows_written_within_lateness_are_never_late(tmp_path: Path) -> None:
+    """A pane is sealed only once its end is older than label_delay + lateness: rows stamped 11:58
+    and written at 12:07 (1 h panes, 10 min lateness, no label delay, a 6 h window) are in the very
+    next tick, and never reported late. (Found by review: the pane straddling the seal line was kept.)"""
+    frame = dirty_log(4000)
+    frame["ts"] = frame["ts"].dt.floor("s")
+    store = sqlite_store(tmp_path, frame, "epoch-float")
+
+    def evaluator(panes: dict[str, Any]) -> Evaluator:
+        settings = config(store.source, aggregate=True, panes=panes)
+        model = settings.models[0].model_copy(
+            update={"label_delay": timedelta(0), "windows": settings.models[0].windows[1:]}
+        )
+        built = build_evaluators(settings.model_copy(update={"models": [model]}))["tox"]
+        OPEN.append(built)
+        return built
+
+    through = evaluator({"size": "1h", "lateness": "10m", "recheck": "1h"})
+    whole = evaluator({"enabled": False})
+    for minutes in (2, 5):
+        through.evaluate(NOW + timedelta(minutes=minutes))
+    store.append(
+        frame.sample(40, random_state=3).assign(ts=NOW - timedelta(minutes=2), id=range(90_000, 90_040))
+    )
+    tick = NOW + timedelta(minutes=8)
+    assert same_report(through.evaluate(tick)) == same_report(whole.evaluate(tick))
+    assert through.evaluate(NOW + timedelta(hours=1, minutes=6)).late_rows == 0
+
+
 def test_text_timestamps_of_unknown_offset_read_whole_windows(tmp_path: Path) -> None:
     """Without ``timestamp_format: iso_utc`` SQLite text is prefiltered by whole days: a piece of a
     window would scan days, so panes stand aside."""

@@ -8,6 +8,8 @@ module (a JVM start takes seconds).
 from __future__ import annotations
 
 import math
+import os
+import time
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -31,8 +33,13 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The session, with this process in a zone far from UTC: a bound that went through local time
+    (py4j reads a naive datetime as local) would be hours off (found by review)."""
     from pyspark.sql import SparkSession
 
+    zone = os.environ.get("TZ")
+    os.environ["TZ"] = "Asia/Kolkata"
+    time.tzset()
     warehouse = tmp_path_factory.mktemp("warehouse")
     session = (
         SparkSession.builder.master("local[2]")
@@ -45,6 +52,11 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     )
     yield session
     session.stop()
+    if zone is None:
+        del os.environ["TZ"]
+    else:
+        os.environ["TZ"] = zone
+    time.tzset()
 
 
 def on_the_bounds(frame: Any) -> Any:
