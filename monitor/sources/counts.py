@@ -198,11 +198,12 @@ def rounded_score(column: sa.ColumnElement[Any], decimals: int, sqlite: bool) ->
     """``floor(score * 10^decimals + 1/2) / 10^decimals`` in the database, bit for bit what
     :func:`monitor.tasks.binary.round_scores` computes (which the rows are cleaned with, so a value
     left unrounded here is rounded there): every step is one IEEE double operation. Values that are
-    not numbers (SQLite text), NaN, infinities and huge values are left as stored. SQLite has no
+    not numbers (SQLite text), NaN, infinities and values at or beyond ``2^48 / 10^decimals`` are
+    left as stored (as numpy leaves them). SQLite has no
     ``floor`` everywhere: ``CAST(y AS INTEGER)`` truncates toward zero, one less below zero."""
     scale = sa.bindparam(None, float(10**decimals), type_=sa.Float())
     half = sa.bindparam(None, 0.5, type_=sa.Float())
-    small = sa.bindparam(None, 1e9, type_=sa.Float())
+    small = sa.bindparam(None, 2.0**48 / 10**decimals, type_=sa.Float())  # monitor.tasks.binary.ROUNDABLE
     if sqlite:
         y = column * scale + half
         whole = sa.cast(y, sa.Integer)

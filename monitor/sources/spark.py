@@ -168,7 +168,9 @@ class SparkSource:
             scale, column = float(10**decimals), F.col(score)
             rounded = F.floor(column.cast("double") * F.lit(scale) + F.lit(0.5)) / F.lit(scale)
             keys[request.columns.index(score)] = (
-                F.when(F.abs(column) < F.lit(1e9), rounded).otherwise(column.cast("double")).alias(score)
+                F.when(F.abs(column) < F.lit(2.0**48 / scale), rounded)
+                .otherwise(column.cast("double"))
+                .alias(score)
             )
         for i, flags in enumerate(request.indicators):
             if flags.attribute in flagged:

@@ -22,7 +22,10 @@ from monitor.tasks.base import InputArray, Rows, Task, WindowRequest
 if TYPE_CHECKING:
     from monitor.config import ModelConfig
 
-__all__ = ["TASK", "round_scores"]
+__all__ = ["ROUNDABLE", "TASK", "round_scores"]
+
+#: ``|score| * 10^k`` below this is rounded: ``y + 1/2`` is then exact, so rounding twice changes nothing.
+ROUNDABLE = float(2**48)
 
 
 def round_scores(score: np.ndarray, decimals: int) -> np.ndarray:
@@ -31,14 +34,17 @@ def round_scores(score: np.ndarray, decimals: int) -> np.ndarray:
     The definition every engine computes alike (SQL's ``round`` differs between databases,
     numpy's rounds half to even): each step is one correctly rounded double operation, so SQLite,
     PostgreSQL, DuckDB and numpy give the same bits (:func:`monitor.sources.counts.rounded_score`
-    is its SQL twin), and rounding a rounded score changes nothing. NaN and infinities stay.
+    is its SQL twin), and rounding a rounded score changes nothing. NaN, infinities and scores
+    at or beyond ``2^48 / 10^decimals`` (where ``score * 10^k + 1/2`` is no longer exact) stay.
 
     >>> round_scores(np.array([0.125, 0.12499, -0.125, 0.5, np.nan]), 2).tolist()
     [0.13, 0.12, -0.12, 0.5, nan]
     """
     scale = float(10**decimals)
+    x = score.astype(np.float64)
     with np.errstate(invalid="ignore"):
-        out: np.ndarray = np.floor(score.astype(np.float64) * scale + 0.5) / scale
+        rounded = np.floor(x * scale + 0.5) / scale
+        out: np.ndarray = np.where(np.abs(x) < ROUNDABLE / scale, rounded, x)
     return out
 
 

@@ -29,6 +29,8 @@ from tests.monitor.test_counts import NOW, SQLITE_TIMESTAMPS, comparable, config
 from tests.monitor.test_file_counts import write_parquet
 
 TRICKY = [0.125, 0.135, 0.145, 2.675, 1.0005, 0.9999999, -0.125, -2.5, 1e-10, 0.5, 1.0, 0.0, 7.0, 123.456789]
+# beyond 2^48 / 10^k a score is left as it is (y + 1/2 would not be exact): 3e6 at k=9, 5e11 at k=3
+TRICKY += [3.0e6 + 0.123456789, 5.0e11 + 0.5, -3.0e6 - 0.5]
 BOUNDS = ("subgroup", "bpsn", "bnsp")
 
 
@@ -88,6 +90,16 @@ def test_postgres_rounds_bit_for_bit_like_numpy(postgres_url: str, decimals: int
     expected = round_scores(np.array([*TRICKY, math.nan, math.inf]), decimals)
     assert [got[i] for i in range(len(TRICKY))] == expected[: len(TRICKY)].tolist()
     assert math.isnan(got[len(TRICKY)]) and got[len(TRICKY) + 1] == math.inf
+
+
+@pytest.mark.parametrize("decimals", [3, 6, 9])
+def test_rounding_twice_changes_nothing_even_for_huge_scores(decimals: int) -> None:
+    """The row path rounds what the database already rounded: that must be the identity (found by
+    review: with a 1e9 guard, scores near 2^53 / 10^k drifted by one step)."""
+    rng = np.random.default_rng(decimals)
+    x = np.concatenate([rng.normal(0, 1, 2000), rng.uniform(-1, 1, 2000) * 2.0**52 / 10**decimals])
+    once = round_scores(x, decimals)
+    assert np.array_equal(round_scores(once, decimals), once)
 
 
 def test_round_scores_is_half_up_and_idempotent() -> None:
