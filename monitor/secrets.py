@@ -3,7 +3,8 @@
 A source or receiver URL can carry a secret in three forms SQLAlchemy, libpq and HTTP clients
 accept: the userinfo (``postgresql://user:secret@host/db``), a query parameter
 (``?password=secret``, ``?sslpassword=``, ``?token=`` ...) and a libpq keyword string
-(``password=secret host=...``) quoted by a driver's error. fairwatch masks them
+(``password=secret host=...``) quoted by a driver's error; a Spark Connect URL has its own
+parameters (``sc://host:15002/;token=secret``). fairwatch masks them
 
 - *structurally* wherever it renders a URL itself (:func:`mask_url`), and
 - in any other text (driver errors, log records, the pages) by the same patterns plus the
@@ -79,6 +80,8 @@ def url_secrets(url: str | None) -> tuple[str, ...]:
 
     >>> url_secrets("postgresql://u:p%40ss@db/x?sslmode=require&password=two")
     ('p@ss', 'p%40ss', 'two')
+    >>> url_secrets("sc://spark:15002/;use_ssl=true;token=t0k")
+    ('t0k',)
     """
     if not url or "://" not in url:
         return ()
@@ -91,6 +94,11 @@ def url_secrets(url: str | None) -> tuple[str, ...]:
     for key, value in urllib.parse.parse_qsl(parts.query, keep_blank_values=False):
         if key.lower() in SECRET_KEYS:
             found.append(value)
+    if parts.scheme == "sc":  # Spark Connect: sc://host:15002/;token=...;user_id=...
+        for item in parts.path.split(";")[1:]:
+            key, _, value = item.partition("=")
+            if key.strip().lower() in SECRET_KEYS:
+                found.append(value)
     return tuple(dict.fromkeys(s for s in found if s))
 
 

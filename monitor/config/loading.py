@@ -30,6 +30,8 @@ __all__ = ["load_settings", "settings_from_dict"]
 
 
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+# a path that is a URI (s3a://bucket/logs, hdfs://nn/logs, file:///x): a spark source's, never a local file's
+_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
 def _interpolate(value: Any, path: tuple[str | int, ...], environ: dict[str, str]) -> Any:
@@ -168,8 +170,9 @@ def _resolve_relative_paths(settings: Settings, base: Path) -> Settings:
             rel = src.url.removeprefix("sqlite:///")
             if rel and rel != ":memory:" and not rel.startswith(("file:", "?")):
                 update["url"] = "sqlite:///" + str((base / rel).resolve())
-        if src.path and not os.path.isabs(src.path):
-            update["path"] = str(base / src.path)
+        path = src.path if src.path and not _URI.match(src.path) else None  # s3a://, hdfs://: as written
+        if path and not os.path.isabs(path):
+            update["path"] = str(base / path)
         return src.model_copy(update=update) if update else src
 
     models = []

@@ -76,6 +76,25 @@ def parse_duration(value: Any) -> timedelta:
 Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
 
 
+def _spark_setting(value: Any) -> str:
+    """A Spark setting as the text Spark reads: YAML's ``8`` is ``"8"``, ``true`` is ``"true"``."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float | str):
+        return str(value)
+    raise ValueError(f"a Spark setting is text, a number or true/false, got {value!r}")
+
+
+SparkSetting = Annotated[str, BeforeValidator(_spark_setting)]
+
+#: The master of a spark source that names none (Spark beside fairwatch, two cores).
+SPARK_DEFAULT_MASTER = "local[2]"
+#: Settings every spark source's session runs with; ``conf:`` cannot change them.
+SPARK_FIXED = {"spark.sql.session.timeZone": "UTC"}
+# conf keys whose values are credentials (spark.hadoop.fs.s3a.secret.key, ...), masked in logs
+_SECRET_SETTING = re.compile(r"(?i)(secret|password|token|credential|access\.key)")
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -95,7 +114,7 @@ class SourceConfig(_Strict):
     name: str | None = None  # memory: the name the composition root registered
     master: str | None = None  # spark: the master URL (default local[2])
     remote: str | None = None  # spark: a Spark Connect URL (sc://host:15002), instead of master
-    conf: dict[str, str] = Field(default_factory=dict)  # spark: session settings
+    conf: dict[str, SparkSetting] = Field(default_factory=dict)  # spark: session settings
     timeout: Duration = timedelta(seconds=60)  # one read: statement, lock wait, file scan
     # sql: let the database count rows by (score, label, groups, window) when the task's statistics
     # are counts (binary); false reads every row
@@ -122,13 +141,39 @@ class SourceConfig(_Strict):
         if self.kind == "files" and not self.path:
             raise ValueError("a files source needs `path` (a file or a glob)")
         if self.kind == "spark":
-            if bool(self.table) == bool(self.path):
-                raise ValueError("a spark source needs exactly one of `table` or `path` (Parquet or Delta)")
-            if self.master and self.remote:
-                raise ValueError("a spark source takes `master` or `remote` (Spark Connect), not both")
-        elif self.format == "delta":
-            raise ValueError("`format: delta` is read by spark sources only")
+            self._check_spark()
+        else:
+            if self.format == "delta":
+                raise ValueError("`format: delta` is read by spark sources only")
+            spark_only = [k for k in ("master", "remote", "conf") if getattr(self, k)]
+            if spark_only:
+                raise ValueError(f"`{spark_only[0]}` is a spark source's key (kind: spark)")
         return self
+
+    def _check_spark(self) -> None:
+        if bool(self.table) == bool(self.path):
+            raise ValueError("a spark source needs exactly one of `table` or `path` (Parquet or Delta)")
+        for key in ("url", "query", "schema_"):
+            if getattr(self, key):
+                name = key.rstrip("_")
+                hint = " (write `table: db.name`)" if name == "schema" else ""
+                raise ValueError(f"`{name}` is not read by a spark source{hint}")
+        if self.format not in ("auto", "parquet", "delta"):
+            raise ValueError(f"`format: {self.format}`: a spark source reads parquet or delta")
+        if self.master and self.remote:
+            raise ValueError("a spark source takes `master` or `remote` (Spark Connect), not both")
+        if self.remote is not None and not self.remote.startswith("sc://"):
+            raise ValueError("`remote` is a Spark Connect URL: sc://host:15002")
+        for key in self.conf:
+            if key in SPARK_FIXED or key in ("spark.master", "spark.remote"):
+                why = "always UTC" if key in SPARK_FIXED else "set by `master` or `remote`"
+                raise ValueError(f"`conf.{key}` cannot be set: {why}")
+
+    def spark_secrets(self) -> tuple[str, ...]:
+        """The credentials of a spark source: its Connect URL's, and ``conf`` values of secret keys."""
+        found = list(url_secrets(self.remote))
+        found += [v for k, v in self.conf.items() if _SECRET_SETTING.search(k)]
+        return tuple(found)
 
 
 class ColumnsConfig(_Strict):
@@ -345,11 +390,39 @@ class Settings(_Strict):
         urls = [m.source.url for m in self.models]
         urls += [m.labels.source.url for m in self.models if m.labels is not None]
         urls += [sink.url for sink in (self.alerts.alertmanager, self.alerts.webhook) if sink is not None]
-        return tuple(dict.fromkeys(s for url in urls for s in url_secrets(url)))
+        found = [s for url in urls for s in url_secrets(url)]
+        sources = [m.source for m in self.models] + [m.labels.source for m in self.models if m.labels]
+        found += [s for source in sources for s in source.spark_secrets()]
+        return tuple(dict.fromkeys(found))
 
     @model_validator(mode="after")
     def _unique_models(self) -> Settings:
         names = [m.name for m in self.models]
         if len(set(names)) != len(names):
             raise ValueError(f"model names must be unique, got {names}")
+        self._one_spark()
         return self
+
+    def _one_spark(self) -> None:
+        """pyspark runs classic Spark or Spark Connect in a process, not both, and a classic
+        Spark context has one master: the spark sources must agree."""
+        sparks = [(f"models[{i}].source", m.source) for i, m in enumerate(self.models)]
+        sparks += [
+            (f"models[{i}].labels.source", m.labels.source) for i, m in enumerate(self.models) if m.labels
+        ]
+        sparks = [(where, src) for where, src in sparks if src.kind == "spark"]
+        if not sparks:
+            return
+        first, model = sparks[0]
+        for where, src in sparks[1:]:
+            if bool(src.remote) != bool(model.remote):
+                raise ValueError(
+                    f"{where}: spark sources of one config use `remote` (Spark Connect) all or none "
+                    f"({first} {'does' if model.remote else 'does not'})"
+                )
+            master = src.master or SPARK_DEFAULT_MASTER
+            if not src.remote and master != (model.master or SPARK_DEFAULT_MASTER):
+                raise ValueError(
+                    f"{where}.master: {master} differs from {first}'s "
+                    f"{model.master or SPARK_DEFAULT_MASTER} (a process runs one Spark context)"
+                )
