@@ -3,12 +3,11 @@
 Writes the Jigsaw-style log of ``bench_service.py`` as ten Parquet files (timestamps as Parquet
 timestamps), then runs the real CLI in a fresh process per mode - start-up included - counted by
 DuckDB (the default, ``aggregate: true``) and read as rows by pyarrow into pandas (``aggregate:
-false``, the baseline); with ``--spark`` also counted by a ``kind: spark`` source on the same
-files (Spark ``local[2]``: the JVM starts inside the run; its memory is a child process', not in
-the CLI's peak RSS). Reports wall time, the CLI's peak RSS, and whether the JSON reports are
-identical value for value. The last line is one JSON object.
+false``, the baseline). Reports wall time, the CLI's peak RSS, and whether the JSON reports are
+identical value for value. The last line is one JSON object. (Spark on the same files:
+``bench_spark.py``.)
 
-    python benchmarks/bench_files.py [--rows 1000000 10000000] [--spark]
+    python benchmarks/bench_files.py [--rows 1000000 10000000]
 """
 
 from __future__ import annotations
@@ -38,7 +37,6 @@ MODES: dict[str, dict[str, Any]] = {
     "counts (DuckDB)": {"kind": "files", "aggregate": True},
     "rows (pyarrow)": {"kind": "files", "aggregate": False},
 }
-SPARK = {"counts (Spark local[2])": {"kind": "spark", "aggregate": True}}
 
 
 def write_files(rows: int, folder: Path, parts: int = 10) -> str:
@@ -73,9 +71,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 10_000_000])
-    parser.add_argument("--spark", action="store_true", help="also count with a kind: spark source")
     args = parser.parse_args()
-    modes = {**MODES, **(SPARK if args.spark else {})}
     console = Console(stderr=True)
     table = Table(
         title=f"fairwatch evaluate of a 24 h window of Parquet files (load {os.getloadavg()[0]:.1f})"
@@ -88,7 +84,7 @@ def main() -> None:
             with console.status(f"writing {rows:,} rows as Parquet"):
                 glob = write_files(rows, Path(tmp) / f"logs-{rows}")
             runs = {}
-            for i, (mode, source) in enumerate(modes.items()):
+            for i, (mode, source) in enumerate(MODES.items()):
                 config = Path(tmp) / f"{rows}-{i}.yaml"
                 write_config(glob, config, source=source)
                 with console.status(f"{rows:,} rows: fairwatch evaluate ({mode})"):
