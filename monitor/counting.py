@@ -47,11 +47,14 @@ def count_request(model: ModelConfig, ranges: tuple[tuple[datetime, datetime], .
         getattr(cols, key) for key in read if key in task.optional and key not in cols.model_fields_set
     )
     indicators = [g for g in model.groups if g.kind == "indicator"]
+    texts = [getattr(cols, key) for key in read if model.task == "multiclass"]  # classes, as text
     for g in model.groups:
         if g.kind == "categorical":
             raw.append(g.column or "")
+            texts.append(g.column or "")
         elif g.kind == "intersection":
             raw += g.columns
+            texts += g.columns
     uses = Counter([*raw, *(c for g in indicators for c in g.columns)])
     flags = []
     for g in indicators:
@@ -59,4 +62,12 @@ def count_request(model: ModelConfig, ranges: tuple[tuple[datetime, datetime], .
             flags.append(IndicatorFlags(g.attribute, tuple(g.columns), g.threshold))
         else:
             raw += g.columns
-    return CountRequest(cols.timestamp, tuple(dict.fromkeys(raw)), tuple(flags), ranges, optional)
+    return CountRequest(
+        cols.timestamp,
+        tuple(dict.fromkeys(raw)),
+        tuple(flags),
+        ranges,
+        optional,
+        texts=tuple(dict.fromkeys(texts)),
+        model=cols.model,
+    )
