@@ -79,8 +79,8 @@ def _raw(column: str) -> str:
     return f"__text_{column}"  # an indicator column's text, where a row's flags are computed here
 
 
-def _odd(index: int) -> str:
-    return f"__odd_{index}"  # the index-th indicator attribute has a text SQL cannot read as a number
+def _texts(index: int) -> str:
+    return f"__texts_{index}"  # the index-th indicator attribute's texts, where one is no plain number
 
 
 def count_text(
@@ -216,28 +216,16 @@ class _Count:
         cells = [read.c[c] for c in [*request.columns, *indicators, _TS_RAW]]
         cells += [instant.epoch.label(_EPOCH), instant.nanos.label(_NANOS)]
         for i, flags in enumerate(request.indicators):
-            odd = [
-                sa.case(
-                    (
-                        sa.and_(read.c[c].is_(None), read.c[_raw(c)].is_not(None)),
-                        sa.not_(self._missing(read.c[_raw(c)])),
-                    ),
-                    else_=False,
-                )
-                for c in flags.columns
-            ]
-            cells += [sa.or_(*odd).label(_odd(i))]
-            cells += [read.c[_raw(c)] for c in flags.columns]
-        cells += [
-            sa.case((sa.not_(instant.decided), self._missing(read.c[_TS_RAW])), else_=False).label(
-                _TS_MISSING
-            )
-        ]
+            # a text that is no plain number (NA strings too: Python tells those apart, few rows)
+            odd = sa.or_(*(sa.and_(read.c[c].is_(None), read.c[_raw(c)].is_not(None)) for c in flags.columns))
+            texts = sa.func.list_value(*(read.c[_raw(c)] for c in flags.columns))
+            cells += [sa.case((odd, texts)).label(_texts(i))]
+        missing = self._missing(read.c[_TS_RAW])
+        cells += [sa.case((sa.not_(instant.decided), missing), else_=False).label(_TS_MISSING)]
         sorted_ = sa.select(*cells).select_from(read).subquery("sorted")
 
         cells = [sorted_.c[c] for c in [*request.columns, *indicators, _EPOCH, _NANOS, _TS_MISSING]]
-        for i, flags in enumerate(request.indicators):
-            cells += [sa.case((sorted_.c[_odd(i)], sorted_.c[_raw(c)])).label(_raw(c)) for c in flags.columns]
+        cells += [sorted_.c[_texts(i)] for i in range(len(request.indicators))]
         undecided = sa.and_(
             sorted_.c[_EPOCH].is_(None), sorted_.c[_NANOS].is_(None), sa.not_(sorted_.c[_TS_MISSING])
         )
@@ -251,7 +239,10 @@ class _Count:
             invalid=sa.or_(rows.c[_TS_MISSING], rows.c[_TS_RAW].is_not(None)),
             flagged=self.flagged,
             sqlite=False,
-            extra=[rows.c[_TS_RAW].label(_TS_RAW), *(rows.c[_raw(c)].label(_raw(c)) for c in indicators)],
+            extra=[
+                rows.c[_TS_RAW].label(_TS_RAW),
+                *(rows.c[_texts(i)].label(_texts(i)) for i in range(len(request.indicators))),
+            ],
         )
 
     # -- the texts, as the row path reads them --------------------------------------------------
@@ -262,8 +253,10 @@ class _Count:
         if undecided.any():
             texts = frame.loc[undecided, _TS_RAW].tolist()
             if self.csv:
-                if any(t in BOOL_WORDS for t in texts):
-                    raise Uncountable("a boolean word as timestamp (its meaning depends on the column)")
+                if csv_ambiguous(list(dict.fromkeys(texts)), as_number=True, as_text=False):
+                    raise Uncountable(
+                        "a timestamp text whose meaning depends on the column's type (true, +1e9)"
+                    )
                 values: list[Any] = texts
             else:
                 values = [json_value(t) for t in texts]
@@ -282,19 +275,17 @@ class _Count:
     def _flag_undecided(self, frame: pd.DataFrame) -> pd.DataFrame:
         """Flags of rows whose indicator texts SQL could not read as numbers: by ``to_numeric``."""
         for i, flags in enumerate(self.request.indicators):
-            texts = [_raw(c) for c in flags.columns]
-            rows = frame[texts].notna().any(axis=1).to_numpy()
+            rows = frame[_texts(i)].notna().to_numpy()
             if rows.any():
-                missing = np.ones(int(rows.sum()), dtype=bool)
-                for c, raw in zip(flags.columns, texts, strict=True):
-                    values = self._values_of(frame.loc[rows, raw].tolist())
-                    number = numbers(values)
+                texts = np.array(frame.loc[rows, _texts(i)].tolist(), dtype=object)  # rows x columns
+                missing = np.ones(len(texts), dtype=bool)
+                for j, c in enumerate(flags.columns):
+                    number = numbers(self._values_of(list(texts[:, j])))
                     missing &= np.isnan(number)
                     with np.errstate(invalid="ignore"):
-                        member = ~np.isnan(number) & (number >= flags.threshold)
-                    _set(frame, c, rows, member)
+                        _set(frame, c, rows, ~np.isnan(number) & (number >= flags.threshold))
                 _set(frame, missing_column(i), rows, missing)
-            frame = frame.drop(columns=texts)
+            frame = frame.drop(columns=_texts(i))
         return frame
 
     def _values_of(self, texts: list[Any]) -> list[Any]:

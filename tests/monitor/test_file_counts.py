@@ -442,7 +442,11 @@ FALLBACKS: dict[str, tuple[Callable[[Path], str], str, str]] = {
         "binary",
         "an indicator text whose meaning depends",
     ),
-    "csv-boolean-timestamp": (csv_case(with_value("ts", "true")), "binary", "a boolean word as timestamp"),
+    "csv-boolean-timestamp": (
+        csv_case(with_value("ts", "true")),
+        "binary",
+        "a timestamp text whose meaning depends",
+    ),
     "csv-number-model": (csv_case(with_value("model", "7")), "binary", "in the model column"),
     "csv-typed-two-ways": (typed_two_ways, "multiclass", "typed differently across files"),
     "csv-year-2300": (
