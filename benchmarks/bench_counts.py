@@ -111,8 +111,9 @@ def run_cli(config: Path) -> dict[str, Any]:
     seconds = time.perf_counter() - t0
     if done.returncode != 0:
         raise SystemExit(f"fairwatch evaluate failed for {config}")
-    peak_kb = int(done.stderr.decode().split()[-1])
-    return {"seconds": seconds, "peak_mb": peak_kb / 1024, "report": json.loads(done.stdout)}
+    log = done.stderr.decode()
+    peak_kb = int(log.split()[-1])
+    return {"seconds": seconds, "peak_mb": peak_kb / 1024, "report": json.loads(done.stdout), "log": log}
 
 
 def returned_rows(url: str) -> tuple[int, int]:

@@ -72,11 +72,14 @@ def count_request(
         if key in task.optional and key not in cols.model_fields_set and not (labels and key == "label")
     )
     indicators = [g for g in model.groups if g.kind == "indicator"]
+    texts = [getattr(cols, key) for key in read if model.task == "multiclass"]  # classes, as text
     for g in model.groups:
         if g.kind == "categorical":
             raw.append(g.column or "")
+            texts.append(g.column or "")
         elif g.kind == "intersection":
             raw += g.columns
+            texts += g.columns
     uses = Counter([*raw, *(c for g in indicators for c in g.columns)])
     flags = []
     for g in indicators:
@@ -94,4 +97,6 @@ def count_request(
         rounded,
         model.score_decimals,
         labels,
+        texts=tuple(dict.fromkeys(texts)),
+        model=cols.model,
     )

@@ -43,6 +43,7 @@ __all__ = [
     "INVALID_TIMESTAMP",
     "RANGE_PREFIX",
     "WEIGHT",
+    "Between",
     "CountRequest",
     "IndicatorFlags",
     "LabelJoin",
@@ -62,6 +63,10 @@ INVALID_TIMESTAMP = "__ts_invalid"
 
 #: ``instant >= bound(moment)``: the stored instant, and a bound expression for a moment.
 Instant = tuple[sa.ColumnElement[Any], Callable[[datetime, str], sa.ColumnElement[Any]]]
+#: ``start <= instant < end`` as one condition, given the names of its two bound parameters: for
+#: a log whose rows are compared with a bound in more than one way (text files: epoch numbers
+#: against one bound, ISO text against another; :mod:`monitor.sources.text_timestamps`).
+Between = Callable[[datetime, datetime, str, str], sa.ColumnElement[bool]]
 
 
 @dataclass(frozen=True)
@@ -98,6 +103,9 @@ class CountRequest:
     score: str | None = None  # the score column, rounded to score_decimals where it holds numbers
     score_decimals: int | None = None
     labels: LabelJoin | None = None  # labels joined from their own table
+    # How the evaluation reads the columns, for sources that store every value as text (CSV):
+    texts: tuple[str, ...] = ()  # read as text - class labels, group values - not (only) as numbers
+    model: str | None = None  # compared as text with the model's name
 
     def without(self, columns: Collection[str]) -> CountRequest:
         """The request without the (optional) ``columns``."""
@@ -129,7 +137,7 @@ def range_column(index: int) -> str:
 def count_statement(
     source: sa.FromClause,
     request: CountRequest,
-    instant: Instant,
+    instant: Instant | Between,
     *,
     read: tuple[datetime, datetime],
     prefilter: sa.ColumnElement[bool] | None = None,
@@ -139,6 +147,7 @@ def count_statement(
     grouped: bool = True,
     totals: bool = False,
     round_score: bool = False,
+    extra: Sequence[sa.Label[Any]] = (),
 ) -> sa.Select[Any]:
     """``SELECT <keys>, count(*) FROM (<keys of each row in read>) GROUP BY <keys>``.
 
@@ -147,22 +156,27 @@ def count_statement(
     With ``totals=True``, one row: the number of rows in each of the request's ranges
     (``sum(CASE ...)`` in one pass, no sort; the request's columns are not read).
 
-    ``instant`` reads the stored timestamp as something the database compares exactly;
-    ``prefilter`` (an index-friendly condition) is ANDed in; rows where ``invalid`` holds are
-    kept and marked in :data:`INVALID_TIMESTAMP` (they are rejected, as the row path does).
+    ``instant`` reads the stored timestamp as something the database compares exactly (or is
+    the comparison itself, :data:`Between`); ``prefilter`` (an index-friendly condition) is
+    ANDed in; rows where ``invalid`` holds are kept and marked in :data:`INVALID_TIMESTAMP`
+    (they are rejected, as the row path does, unless the caller places them: see ``extra``).
     The indicator attributes in ``flagged`` (see :func:`flaggable`) become flags; the others'
     columns are grouped by as stored. With ``round_score`` (the source knows the score column
     holds numbers) the score is grouped by rounded to ``request.score_decimals``
     (:func:`rounded_score`): continuous scores then come back as a few thousand values, not one
-    per row.
+    per row. ``extra`` keys are grouped by too (what the caller needs to decide some rows
+    itself, such as a text timestamp the database cannot read exactly).
     """
-    moment, bound = instant
-    insides = [
-        sa.and_(moment >= bound(start, f"lo_{i}"), moment < bound(end, f"hi_{i}"))
-        for i, (start, end) in enumerate(request.ranges)
-    ]
+
+    def between(start: datetime, end: datetime, lo: str, hi: str) -> sa.ColumnElement[bool]:
+        if callable(instant):
+            return instant(start, end, lo, hi)
+        moment, bound = instant
+        return sa.and_(moment >= bound(start, lo), moment < bound(end, hi))
+
+    insides = [between(start, end, f"lo_{i}", f"hi_{i}") for i, (start, end) in enumerate(request.ranges)]
     lo, hi = read
-    where: sa.ColumnElement[bool] = sa.and_(moment >= bound(lo, "read_lo"), moment < bound(hi, "read_hi"))
+    where = between(lo, hi, "read_lo", "read_hi")
     if totals:
         sums = [sa.func.coalesce(sa.func.sum(sa.case((inside, 1), else_=0)), 0) for inside in insides]
         where = where if prefilter is None else sa.and_(prefilter, where)
@@ -185,6 +199,7 @@ def count_statement(
     if invalid is not None:
         keys.append(sa.case((invalid, 1), else_=0).label(INVALID_TIMESTAMP))
         where = sa.or_(where, invalid)
+    keys += extra
     if prefilter is not None:
         where = sa.and_(prefilter, where)
     each = sa.select(*keys).select_from(source).where(where)

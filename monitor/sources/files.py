@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import glob
 import io
-import json
 import logging
 import os
 import stat
@@ -50,6 +49,8 @@ from monitor.errors import ConfigError, SourceError
 from monitor.sources.base import Batch, filter_window
 from monitor.sources.counts import CountRequest, counted_batch
 from monitor.sources.file_counts import Uncountable, count_parquet
+from monitor.sources.text_counts import count_text
+from monitor.sources.text_files import json_records
 
 __all__ = ["MTIME_GRACE", "FileSource", "ScanStats"]
 
@@ -138,36 +139,44 @@ class FileSource:
         return batch
 
     def read_counts(self, request: CountRequest, start: datetime, end: datetime) -> Batch | None:
-        """The window of Parquet files counted by DuckDB (:mod:`monitor.sources.file_counts`), or
-        ``None`` (logged once per reason) where the row path must read: ``aggregate: false``, files
-        of another format, timestamps not stored as Parquet timestamps, a missing column, a file
-        DuckDB cannot read (the row path skips and names it)."""
+        """The window counted by DuckDB - Parquet files (:mod:`monitor.sources.file_counts`), CSV
+        or JSON Lines files (:mod:`monitor.sources.text_counts`) - or ``None`` (logged once per
+        reason) where the row path must read: ``aggregate: false``, files of several formats,
+        Parquet timestamps not stored as Parquet timestamps, a missing column, a file DuckDB
+        cannot read or would read differently from the row path (the row path reads it)."""
         counted = self._count(request, start, end, totals=False)
         if counted is None:
             return None
-        frame, flagged = counted
-        return counted_batch(frame, request, flagged)
+        frame, flagged, rejected = counted
+        batch = counted_batch(frame, request, flagged)
+        batch.rejected.update(rejected)  # rows the row path drops on reading (unterminated lines)
+        return batch
 
     @property
     def narrow_reads(self) -> bool:
-        return True  # DuckDB skips row groups outside the range by their statistics
+        """Parquet only: DuckDB skips row groups outside the range by their statistics (a text file
+        is read whole whatever part of it is asked for)."""
+        if self.format != "auto":
+            return self.format == "parquet"
+        paths = glob.glob(self.pattern, recursive=True)
+        return bool(paths) and all(self._format_of(p) == ("parquet", False) for p in paths)
 
     def count_ranges(self, request: CountRequest, start: datetime, end: datetime) -> tuple[int, ...] | None:
-        """The number of rows in each of ``request``'s time ranges, counted by DuckDB in one pass;
-        ``None`` where :meth:`read_counts` would be ``None``."""
+        """The number of rows in each of ``request``'s time ranges, counted by DuckDB in one pass
+        (Parquet files); ``None`` where :meth:`read_counts` would be ``None``, and for text files."""
         counted = self._count(request, start, end, totals=True)
         return None if counted is None else tuple(int(n) for n in counted[0].iloc[0])
 
     def _count(
         self, request: CountRequest, start: datetime, end: datetime, *, totals: bool
-    ) -> tuple[pd.DataFrame, frozenset[str]] | None:
+    ) -> tuple[pd.DataFrame, frozenset[str], Counter[str]] | None:
         if not self.aggregate or self.timestamp_column is None:
             return None
         directory = _static_directory(self.pattern)
         if not directory.is_dir():
             return None  # the row path says so
         oldest_mtime = (_utc(start) - self.mtime_grace).timestamp()
-        stats, paths = ScanStats(), []
+        stats, paths, formats = ScanStats(), [], set()
         for path in sorted(glob.glob(self.pattern, recursive=True)):
             try:
                 info = os.stat(path)
@@ -179,15 +188,25 @@ class FileSource:
             if info.st_mtime < oldest_mtime:
                 stats.files_pruned += 1
                 continue
-            if self._format_of(path)[0] != "parquet":
-                self._rows_instead("files that are not Parquet")
-                return None
+            formats.add(self._format_of(path)[0])
             paths.append(path)
         if not paths:
             return None
+        if len(formats) > 1:
+            self._rows_instead(f"files of several formats ({', '.join(sorted(formats))})")
+            return None
+        fmt = formats.pop()
+        if fmt != "parquet" and totals:
+            return None  # not asked for: text files make no narrow reads
         began = time.monotonic()
         try:
-            counted = count_parquet(paths, request, start, end, timeout=self.timeout, totals=totals)
+            if fmt == "parquet":
+                frame, flagged = count_parquet(
+                    paths, request, start, end, timeout=self.timeout, totals=totals
+                )
+                counted = frame, flagged, Counter[str]()
+            else:
+                counted = count_text(paths, fmt, request, start, end, timeout=self.timeout)
         except Uncountable as exc:
             self._rows_instead(str(exc))
             return None
@@ -325,20 +344,7 @@ def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
 
 def _parse_jsonl(data: bytes, rejected: Counter[str]) -> pd.DataFrame:
     """One JSON object per line; a torn or malformed line is counted, not fatal."""
-    records: list[dict[str, Any]] = []
-    bad = 0
-    for line in data.splitlines():
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except ValueError:  # JSONDecodeError, or bytes that are not UTF-8
-            bad += 1
-            continue
-        if isinstance(record, dict):
-            records.append(record)
-        else:
-            bad += 1
+    records, bad = json_records(data)
     if bad:
         rejected["line_invalid"] += bad
     return pd.DataFrame.from_records(records) if records else pd.DataFrame()

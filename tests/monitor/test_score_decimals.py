@@ -263,3 +263,20 @@ def test_score_decimals_is_checked() -> None:
     ):
         with pytest.raises(ConfigError, match="score_decimals"):
             settings_from_dict({"models": [base | bad]}, environ={})
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_text_file_counts_with_score_decimals_equal_rows(tmp_path: Path, fmt: str) -> None:
+    """CSV / JSON Lines counts group by the score's text; the cleaning rounds it as it rounds rows."""
+    from tests.monitor.test_file_counts import counted_by_duckdb, dirty_text_log, write_csv, write_jsonl
+
+    frame = dirty_text_log()
+    score = pd.to_numeric(frame["score"], errors="coerce")  # the dirty texts ("n/a", ...) stay as they are
+    noisy = np.clip(score + np.random.default_rng(5).normal(0, 0.01, len(frame)), 0, 1)
+    frame["score"] = frame["score"].where(~((score >= 0) & (score <= 1)), noisy)
+    path = (write_csv if fmt == "csv" else write_jsonl)(tmp_path / "logs", frame, gz=False)
+    source = {"kind": "files", "path": path}
+    with counted_by_duckdb() as outcomes:
+        counted = evaluate(source, aggregate=True, decimals=2)
+    assert outcomes == ["counted"]
+    assert comparable(counted) == comparable(evaluate(source, aggregate=False, decimals=2))
