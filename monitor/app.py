@@ -34,7 +34,8 @@ from monitor.config import Settings
 from monitor.errors import FairwatchError
 from monitor.evaluation import build_evaluators
 from monitor.exporter import SnapshotCollector
-from monitor.http import MetricsEndpoint, ServerHandle, make_app, serve
+from monitor.history import History
+from monitor.http import LiveView, MetricsEndpoint, ServerHandle, make_app, serve
 from monitor.notifiers import Notifier, build_notifiers
 from monitor.service import Monitor
 from monitor.snapshot import Snapshot
@@ -53,6 +54,7 @@ class App:
     collector: SnapshotCollector
     scheduler: BackgroundScheduler
     clock: Clock
+    history: History
     server: ServerHandle | None = None
     _ready: threading.Event = field(default_factory=threading.Event)
 
@@ -67,6 +69,7 @@ class App:
                 ready=self._ready.is_set,
                 metrics=metrics,
                 plans=self._plans,
+                live=LiveView(self.history, {m.name: m.min_samples for m in self.settings.models}),
             )
             self.server = serve(wsgi, self.settings.server.host, self.settings.server.port)
             log.info("serving on %s", self.server.url)
@@ -186,6 +189,8 @@ def build_app(
     if notifiers is None:
         notifiers = build_notifiers(settings.alerts, resend_seconds=resend, logger=log)
     monitor = Monitor(evaluators, tracker=tracker, notifiers=notifiers, clock=clock)
+    history = History(settings.server.history)  # what the live view charts
+    monitor.subscribe(history.record)
     # the collector describes nothing up front, so /metrics?name[]= filters need this flag
     registry = CollectorRegistry(auto_describe=False, support_collectors_without_names=True)
     collector = SnapshotCollector(monitor.snapshot, version=__version__)
@@ -206,4 +211,4 @@ def build_app(
             log.warning("job %s missed its run time", event.job_id)
 
     scheduler.add_listener(on_job_event, EVENT_JOB_ERROR | EVENT_JOB_MISSED | EVENT_JOB_MAX_INSTANCES)
-    return App(settings, monitor, registry, collector, scheduler, clock)
+    return App(settings, monitor, registry, collector, scheduler, clock, history)

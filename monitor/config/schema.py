@@ -378,6 +378,7 @@ class AlertsConfig(_Strict):
 class ServerConfig(_Strict):
     host: str = "127.0.0.1"
     port: int = Field(default=9810, ge=0, le=65535)
+    history: int = Field(default=720, ge=1, le=100_000)  # evaluations per model kept for the live view
 
 
 class Settings(_Strict):

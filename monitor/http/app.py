@@ -11,7 +11,9 @@ from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 from prometheus_client import CollectorRegistry, make_wsgi_app
 
 from metrics_core import STATES
-from monitor.http.views import FILTERS, landing_page, results_data
+from monitor.history import History, SeriesKey
+from monitor.http.live import LiveView, static_asset
+from monitor.http.views import FILTERS, history_data, results_data
 from monitor.snapshot import Snapshot
 
 if TYPE_CHECKING:
@@ -38,6 +40,7 @@ def make_app(
     ready: Callable[[], bool],
     metrics: WSGIApplication | None = None,
     plans: Callable[[Snapshot], object] | None = None,
+    live: LiveView | None = None,
 ) -> WSGIApplication:
     """The fairwatch WSGI application.
 
@@ -49,9 +52,15 @@ def make_app(
     ``plans`` turns a snapshot into the JSON-ready power plans ``/api/v1/power`` serves
     (:mod:`monitor.planning`); computed on the first request after each evaluation and
     cached with the snapshot, as ``/metrics`` is.
+
+    ``live`` draws the live view at ``/`` and feeds ``/api/v1/history`` (the service passes one
+    reading its :class:`~monitor.history.History`); without it, the live view keeps no history.
     """
     if metrics is None:
         metrics = make_wsgi_app(registry)
+    if live is None:
+        live = LiveView(History(1), {})
+    view = live
 
     def healthz(environ: WSGIEnvironment, start_response: StartResponse) -> Body:
         return _respond(start_response, "200 OK", b"ok\n", _TEXT)
@@ -65,8 +74,27 @@ def make_app(
         return _results(get_snapshot(), environ, start_response)
 
     def landing(environ: WSGIEnvironment, start_response: StartResponse) -> Body:
-        page = landing_page(get_snapshot())
-        return _respond(start_response, "200 OK", page.encode("utf-8"), _HTML)
+        snapshot = get_snapshot()
+        params = parse_qs(environ.get("QUERY_STRING", ""))
+        model, window = (params.get(k, [None])[0] for k in ("model", "window"))
+        etag = view.etag(snapshot, model, window)
+        headers = [("ETag", etag), ("Cache-Control", "no-cache")]
+        if environ.get("HTTP_IF_NONE_MATCH") == etag:
+            start_response("304 Not Modified", headers)
+            return []
+        fragment = params.get("fragment", ["0"])[0] == "1"
+        page = view.main(snapshot, model, window) if fragment else view.page(snapshot, model, window)
+        return _respond(start_response, "200 OK", page.encode("utf-8"), _HTML, headers)
+
+    def history(environ: WSGIEnvironment, start_response: StartResponse) -> Body:
+        return _history(view.history, environ, start_response)
+
+    def static(environ: WSGIEnvironment, start_response: StartResponse) -> Body:
+        asset = static_asset((environ.get("PATH_INFO") or "").removeprefix("/static/"))
+        if asset is None:
+            return _respond(start_response, "404 Not Found", b"not found\n", _TEXT)
+        body, content_type = asset
+        return _respond(start_response, "200 OK", body, content_type, [("Cache-Control", "max-age=300")])
 
     def power(environ: WSGIEnvironment, start_response: StartResponse) -> Body:
         if plans is None:
@@ -80,11 +108,16 @@ def make_app(
         "/readyz": readyz,
         "/api/v1/results": results,
         "/api/v1/power": _SnapshotCachedApp(power, get_snapshot),
+        "/api/v1/history": history,
+        "/favicon.ico": static,  # browsers ask for it whatever the page links
         "/": landing,
     }
 
     def app(environ: WSGIEnvironment, start_response: StartResponse) -> Body:
-        route = routes.get(environ.get("PATH_INFO") or "/")
+        path = environ.get("PATH_INFO") or "/"
+        if path == "/favicon.ico":
+            environ = {**environ, "PATH_INFO": "/static/favicon.svg"}
+        route = static if path.startswith("/static/") else routes.get(path)
         if route is None:
             return _respond(start_response, "404 Not Found", b"not found\n", _TEXT)
         method = environ["REQUEST_METHOD"]
@@ -182,6 +215,21 @@ def _results(snapshot: Snapshot, environ: WSGIEnvironment, start_response: Start
         }
         return _respond(start_response, "400 Bad Request", _dumps(error), _JSON)
     body = {"status": "success", "data": results_data(snapshot, wanted)}
+    return _respond(start_response, "200 OK", _dumps(body), _JSON, [("Cache-Control", "no-store")])
+
+
+def _history(history: History, environ: WSGIEnvironment, start_response: StartResponse) -> Body:
+    params = parse_qs(environ.get("QUERY_STRING", ""))
+    unknown = set(params) - {"model", "since", *SeriesKey._fields}
+    try:
+        if unknown:
+            raise ValueError(
+                f"unknown parameter {_some(unknown)}; parameters: model, since, {', '.join(SeriesKey._fields)}"
+            )
+        body = {"status": "success", "data": history_data(history, params)}
+    except ValueError as exc:
+        error = {"status": "error", "errorType": "bad_data", "error": str(exc)}
+        return _respond(start_response, "400 Bad Request", _dumps(error), _JSON)
     return _respond(start_response, "200 OK", _dumps(body), _JSON, [("Cache-Control", "no-store")])
 
 

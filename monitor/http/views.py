@@ -1,21 +1,19 @@
-"""What the JSON and HTML routes say: ``/api/v1/results`` and the landing page, read from one snapshot."""
+"""What the JSON routes say: ``/api/v1/results`` (from one snapshot) and ``/api/v1/history``."""
 
 from __future__ import annotations
 
-import html
-from collections import Counter
 from collections.abc import Mapping
 from datetime import datetime
 from typing import TypedDict, TypeVar
 
-from metrics_core import STATES
+from monitor.history import History, SeriesKey
 from monitor.results import WindowResult
 from monitor.secrets import mask
 from monitor.serialize import EvaluationRow, ModelValueRow, evaluation_rows, finite_or_none, model_value_rows
 from monitor.snapshot import ActiveAlert, ModelStatus, Snapshot
 from monitor.timestamps import iso_z
 
-__all__ = ["FILTERS", "ResultsData", "landing_page", "redact", "results_data"]
+__all__ = ["FILTERS", "HistoryData", "ResultsData", "history_data", "redact", "results_data"]
 
 #: Query parameters of ``/api/v1/results`` that filter its rows.
 FILTERS = ("model", "window", "metric", "state")
@@ -101,6 +99,59 @@ def results_data(snapshot: Snapshot, filters: Mapping[str, set[str]] | None = No
     }
 
 
+class SeriesJson(TypedDict):
+    model: str
+    window: str
+    metric: str
+    attribute: str
+    group: str
+    points: list[list[str | float | None]]
+
+
+class HistoryData(TypedDict):
+    """The ``data`` object of ``/api/v1/history``."""
+
+    columns: list[str]
+    series: list[SeriesJson]
+
+
+#: What each point of ``/api/v1/history`` holds, in order.
+HISTORY_COLUMNS = ["evaluated_at", "value", "ci_lower", "ci_upper", "fair_min", "fair_max", "state"]
+
+
+def history_data(history: History, params: Mapping[str, list[str]]) -> HistoryData:
+    """The ``data`` object of ``/api/v1/history``: every kept series of the ``model`` parameters
+    (default: all), filtered by ``window``, ``metric``, ``attribute`` and ``group`` and from
+    ``since`` (ISO 8601) on. Raises ValueError naming a bad parameter."""
+    since = None
+    if "since" in params:
+        text = params["since"][0]
+        try:
+            since = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            raise ValueError(f"since: not an ISO 8601 time: {_short(text)}") from None
+        if since.tzinfo is None:
+            raise ValueError(f"since: give a UTC offset (Z or +00:00): {_short(text)}")
+    known = history.models()
+    models = params.get("model", known)
+    if unknown := [m for m in models if m not in known]:
+        raise ValueError(f"model: no history for {_short(unknown[0])}; models: {', '.join(known)}")
+    where = {name: params[name] for name in SeriesKey._fields if name in params}
+    series: list[SeriesJson] = []
+    for model in models:
+        for s in history.series(model, since=since, where=where):
+            points: list[list[str | float | None]] = [
+                [iso_z(t), *(finite_or_none(float(x)) for x in row), state]
+                for t, row, state in zip(s.times, s.values, s.states, strict=True)
+            ]
+            series.append({"model": model, **s.key._asdict(), "points": points})  # type: ignore[typeddict-item]
+    return {"columns": HISTORY_COLUMNS, "series": series}
+
+
+def _short(text: str, length: int = 40) -> str:
+    return repr(text if len(text) <= length else text[:length] + "...")
+
+
 def _filtered(rows: list[_Row], filters: Mapping[str, set[str]]) -> list[_Row]:
     return [
         row for row in rows if all(row[name] in accepted for name, accepted in filters.items() if name in row)
@@ -178,45 +229,3 @@ def redact(text: str) -> str:
 
 def _iso_z_or_none(t: datetime | None) -> str | None:
     return None if t is None else iso_z(t)
-
-
-def landing_page(snapshot: Snapshot) -> str:
-    """A small HTML overview: per model, its source, last evaluation and state counts."""
-    rows = "".join(_model_row(status, snapshot.alerts) for status in snapshot.models.values())
-    links = "".join(
-        f'<li><a href="{path}">{path}</a> - {html.escape(what)}</li>'
-        for path, what in (
-            ("/metrics", "Prometheus metrics"),
-            ("/api/v1/results", "latest results as JSON"),
-            ("/api/v1/power", "rows and days each alert needs to detect a departure"),
-            ("/healthz", "liveness"),
-            ("/readyz", "readiness"),
-        )
-    )
-    columns = ("model", "source", "last evaluation", "alerts", *STATES)
-    headers = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
-    return (
-        "<!doctype html>\n<html><head><meta charset='utf-8'><title>fairwatch</title></head><body>"
-        "<h1>fairwatch</h1>"
-        f"<p>Snapshot of {html.escape(_iso_z_or_none(snapshot.created_at) or 'never')}; "
-        f"{len(snapshot.alerts)} active alert(s).</p>"
-        f"<table><tr>{headers}</tr>{rows}</table>"
-        f"<ul>{links}</ul></body></html>\n"
-    )
-
-
-def _model_row(status: ModelStatus, alerts: tuple[ActiveAlert, ...]) -> str:
-    evaluation = status.last_evaluation
-    counts: Counter[str] = Counter()
-    if evaluation is not None:
-        counts.update(v.state for w in evaluation.windows for v in w.values)
-    n_alerts = sum(1 for a in alerts if a.labels.get("model") == status.name)
-    source = "up" if status.source_up else f"down: {redact(status.last_error or '')}"
-    cells = [
-        status.name,
-        source,
-        iso_z(evaluation.evaluated_at) if evaluation else "never",
-        str(n_alerts),
-        *(str(counts[state]) for state in STATES),
-    ]
-    return "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>"

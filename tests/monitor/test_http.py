@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from email.message import Message
-from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -24,11 +23,8 @@ from monitor.snapshot import Snapshot
 from tests.monitor.test_exporter import (
     T0,
     make_snapshot,
-    model_evaluation,
-    model_status,
     rich_snapshot,
     rich_values,
-    window_result,
 )
 
 # Loopback only: never through an HTTP(S)_PROXY from the environment.
@@ -443,38 +439,8 @@ def test_redact_leaves_plain_text_alone() -> None:
 
 
 # --------------------------------------------------------------------------------------------------------
-# Landing page, errors
+# Errors (the page at / is tested in test_live_view.py)
 # --------------------------------------------------------------------------------------------------------
-
-
-def test_landing_page_lists_models_and_links(cached_service: Service) -> None:
-    answer = cached_service.get("/")
-    assert answer.status == 200
-    assert answer.headers["Content-Type"] == "text/html; charset=utf-8"
-    page = answer.body.decode()
-    for link in ("/metrics", "/api/v1/results", "/healthz", "/readyz"):
-        assert f'href="{link}"' in page
-    assert "<td>toxicity</td>" in page
-    # 1h: ok black, black selection_rate, black subgroup_auc; 24h: ok black -> 4 ok
-    assert "<td>2026-03-01T12:00:00Z</td><td>2</td><td>4</td><td>1</td><td>1</td><td>1</td>" in page
-
-
-def test_landing_page_escapes_model_names(cached_service: Service) -> None:
-    evil = "<script>alert('x')</script>"
-    evaluation = model_evaluation(evil, window_result("1h", rich_values()[:1]))
-    cached_service.snapshot = make_snapshot(model_status(evil, evaluation, source_up=False, last_error="<b>"))
-    page = cached_service.get("/").body.decode()
-    assert "<script>" not in page and "<b>" not in page
-    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in page
-
-
-def test_landing_page_without_models() -> None:
-    service = _start(make_snapshot(models=MappingProxyType({})))
-    try:
-        answer = service.get("/")
-        assert answer.status == 200 and b"fairwatch" in answer.body
-    finally:
-        service.server.shutdown()
 
 
 @pytest.mark.parametrize("path", ["/nope", "/metrics/extra", "/api/v1/result"])

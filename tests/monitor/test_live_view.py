@@ -1,0 +1,305 @@
+"""The live view: the history it charts, the SVG charts, the page and ``/api/v1/history`` over HTTP.
+
+(The page in a real browser: ``tests/test_browser.py``.)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import replace
+from datetime import timedelta
+from typing import Any
+
+import numpy as np
+import pytest
+from prometheus_client import CollectorRegistry
+
+from monitor.history import History, SeriesKey
+from monitor.http import LiveView, make_app, serve
+from monitor.views.charts import MAX_POINTS, history_chart, interval_plot, state_timeline
+from monitor.views.sections import display_reason
+from tests.monitor.test_exporter import (
+    NAN,
+    T0,
+    make_snapshot,
+    metric_value,
+    model_evaluation,
+    model_status,
+    rich_snapshot,
+    rich_values,
+    window_result,
+)
+from tests.monitor.test_http import _OPENER, Response
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def evaluation_at(minutes: int, value: float = 0.95, state: str = "ok", group: str = "black") -> Any:
+    values = [metric_value(group, value=value, state=state, ci=(value - 0.05, value + 0.05))]
+    return model_evaluation("toxicity", window_result("1h", values), at=T0 + timedelta(minutes=minutes))
+
+
+# -- history ------------------------------------------------------------------------------------------
+
+
+def test_history_keeps_the_last_evaluations_once_each() -> None:
+    history = History(3)
+    for minute in range(5):
+        evaluation = evaluation_at(minute, value=0.9 + minute / 100)
+        history.add(evaluation)
+        history.add(evaluation)  # a snapshot swap for another model brings the same evaluation again
+    (series,) = history.series("toxicity")
+    assert series.times == tuple(T0 + timedelta(minutes=m) for m in (2, 3, 4))
+    np.testing.assert_allclose(series.value, [0.92, 0.93, 0.94])
+    np.testing.assert_allclose(series.lower, [0.87, 0.88, 0.89])
+    np.testing.assert_allclose(series.fair, [[0.8, 1.25]] * 3)
+    assert series.states == ("ok", "ok", "ok")
+
+
+def test_history_shares_the_keys_of_unchanged_evaluations() -> None:
+    history = History(10)
+    history.add(evaluation_at(0))
+    history.add(evaluation_at(1))
+    history.add(evaluation_at(2, group="white"))
+    frames = history._frames["toxicity"]
+    assert frames[0].keys is frames[1].keys and frames[2].keys != frames[1].keys
+
+
+def test_history_series_filters_and_keeps_undefined_values() -> None:
+    history = History(10)
+    snapshot = rich_snapshot()
+    history.record(snapshot)
+    history.record(snapshot)
+    assert len(history.times("toxicity")) == 1
+    muslim = history.series("toxicity", where={"group": ["muslim"], "window": ["1h"]})
+    assert [s.key for s in muslim] == [SeriesKey("1h", "disparate_impact", "identity", "muslim")]
+    assert math.isnan(muslim[0].value[0]) and muslim[0].states == ("insufficient_data",)
+    assert {s.key.window for s in history.series("toxicity")} == {"1h", "24h"}
+    assert history.series("toxicity", since=T0 + timedelta(seconds=1)) == []
+    with pytest.raises(ValueError, match="unknown series field"):
+        history.series("toxicity", where={"colour": ["red"]})
+
+
+# -- charts -------------------------------------------------------------------------------------------
+
+
+def parse(svg: str) -> ET.Element:
+    return ET.fromstring(svg)  # well-formed XML, or this raises
+
+
+def test_interval_plot_puts_dots_whiskers_and_the_fair_band_where_the_numbers_are() -> None:
+    values = [
+        metric_value("a", value=0.8, ci=(0.7, 1.0)),  # on the fair range's lower bound (0.8)
+        metric_value("b", value=1.25, state="inconclusive", ci=(1.1, 1.4)),  # on the upper bound
+        replace(metric_value("c", value=NAN, state="insufficient_data", ci=(NAN, NAN)), reason="no rows"),
+    ]
+    svg = parse(interval_plot(values, label="di"))
+    assert svg.get("role") == "img" and svg.find(f"{SVG}title").text == "di"
+    bounds = sorted(
+        float(line.get("x1")) for line in svg.iter(f"{SVG}line") if line.get("class") == "fair-bound"
+    )
+    dots = [c for c in svg.iter(f"{SVG}circle")]
+    assert len(dots) == 2 and [float(d.get("cx")) for d in dots] == bounds
+    assert dots[1].get("fill") == "#c49000"  # inconclusive's colour
+    (band,) = [r for r in svg.iter(f"{SVG}rect") if r.get("class") == "fair"]
+    assert float(band.get("x")) == pytest.approx(bounds[0], abs=0.05)
+    assert float(band.get("x")) + float(band.get("width")) == pytest.approx(bounds[1], abs=0.15)
+    whiskers = [w for w in svg.iter(f"{SVG}line") if w.get("class") == "ci"]
+    # 0.7 .. 1.0 around 0.8: the whisker starts left of the dot, ends right of it
+    assert float(whiskers[0].get("x1")) < float(dots[0].get("cx")) < float(whiskers[0].get("x2"))
+    texts = [t.text for t in svg.iter(f"{SVG}text")]
+    assert "undefined: no rows" in texts
+
+
+def test_history_chart_breaks_lines_at_undefined_values_and_thins_long_series() -> None:
+    history = History(1000)
+    for minute in range(600):
+        undefined = 100 <= minute < 110
+        history.add(evaluation_at(minute, value=NAN if undefined else 1.0 + minute / 1000))
+    series = history.series("toxicity")
+    svg = parse(history_chart(series, label="h"))
+    (line,) = [p for p in svg.iter(f"{SVG}path") if p.get("class") == "series"]
+    d = line.get("d")
+    assert d.count("M") == 2  # one break, at the undefined values
+    assert d.count("M") + d.count("L") <= MAX_POINTS
+    (fair,) = [p for p in svg.iter(f"{SVG}path") if p.get("class") == "fair"]
+    assert fair.get("d").startswith("M")
+    ys = [float(y) for y in re.findall(r"[ML][\d.]+,([\d.]+)", d)]
+    assert ys[0] > ys[-1]  # rising values are drawn upwards (SVG y grows downwards)
+
+
+def test_state_timeline_has_a_cell_per_kept_evaluation_in_its_state_colour() -> None:
+    history = History(10)
+    for minute, state in enumerate(["ok", "inconclusive", "violation"]):
+        history.add(evaluation_at(minute, state=state))
+    svg = parse(state_timeline(history.series("toxicity"), label="t"))
+    cells = [r.get("fill") for r in svg.iter(f"{SVG}rect")]
+    assert cells == ["#2e7d32", "#c49000", "#c62828"]
+
+
+def test_charts_escape_group_names() -> None:
+    evil = "<script>alert(1)</script>"
+    history = History(2)
+    history.add(evaluation_at(0, group=evil))
+    for svg in (
+        interval_plot([metric_value(evil)], label=evil),
+        history_chart(history.series("toxicity"), label=evil),
+        state_timeline(history.series("toxicity"), label=evil),
+    ):
+        assert "<script>" not in svg
+        parse(svg)
+
+
+def test_insufficient_data_says_why() -> None:
+    small = metric_value("a", state="insufficient_data", support=42)
+    assert display_reason(small, 100) == "support 42 < min_samples 100"
+    assert display_reason(replace(small, reason="no positives"), 100) == "no positives"
+    assert display_reason(metric_value("a"), 100) == ""
+
+
+# -- over HTTP ------------------------------------------------------------------------------------------
+
+
+class Live:
+    def __init__(self) -> None:
+        self.history = History(50)
+        self.snapshot = rich_snapshot()
+        self.history.record(self.snapshot)
+        app = make_app(
+            registry=CollectorRegistry(),
+            get_snapshot=lambda: self.snapshot,
+            ready=lambda: True,
+            live=LiveView(self.history, {"toxicity": 100}),
+        )
+        self.server = serve(app, "127.0.0.1", 0)
+
+    def get(self, path: str, headers: dict[str, str] | None = None) -> Response:
+        import urllib.error
+        import urllib.request
+
+        request = urllib.request.Request(self.server.url + path, headers=headers or {})
+        try:
+            with _OPENER.open(request, timeout=10) as answer:
+                return Response(answer.status, answer.headers, answer.read())
+        except urllib.error.HTTPError as error:
+            return Response(error.code, error.headers, error.read())
+
+
+@pytest.fixture(scope="module")
+def live() -> Any:
+    service = Live()
+    yield service
+    service.server.shutdown()
+
+
+def test_the_page_shows_values_states_reasons_alerts_and_charts(live: Live) -> None:
+    answer = live.get("/")
+    assert answer.status == 200 and answer.headers["Content-Type"] == "text/html; charset=utf-8"
+    page = answer.body.decode()
+    assert '<link rel="stylesheet" href="/static/fairwatch.css">' in page
+    assert '<script src="/static/live.js" defer></script>' in page
+    assert 'name="viewport"' in page
+    # the table: white's violation with its value and interval, muslim's undefined value and why
+    assert re.search(r'<td class="state-violation"[^>]*><b>0\.6</b><small>\[0\.55, 0\.66\]</small>', page)
+    assert "group has fewer rows than min_samples" in page
+    assert "firing</b> disparate_impact · identity=white" in page
+    judged, folded = page.split('<details class="informational"')
+    assert judged.count('<svg class="chart intervals"') == 2  # disparate_impact and subgroup_auc
+    assert folded.count('<svg class="chart intervals"') == 1 and 'id="m-1h-selection_rate"' in folded
+    assert "2026-03-01 12:00:00 UTC" in page and "12:00:00Z" not in page  # times to the second
+
+
+def test_the_fragment_is_the_main_element_and_unchanged_snapshots_answer_304(live: Live) -> None:
+    first = live.get("/?model=toxicity&window=24h&fragment=1")
+    assert first.status == 200 and not first.body.startswith(b"<!doctype")
+    assert b'aria-current="page">24h' in first.body
+    again = live.get("/?model=toxicity&window=24h&fragment=1", {"If-None-Match": first.headers["ETag"]})
+    assert again.status == 304 and again.body == b""
+    live.snapshot = replace(live.snapshot, created_at=T0 + timedelta(minutes=1))
+    try:
+        changed = live.get("/?model=toxicity&window=24h&fragment=1", {"If-None-Match": first.headers["ETag"]})
+        assert changed.status == 200
+    finally:
+        live.snapshot = rich_snapshot()
+
+
+def test_the_page_escapes_names_and_redacts_errors(live: Live) -> None:
+    evil = "<script>alert('x')</script>"
+    evaluation = model_evaluation(evil, window_result("1h", rich_values()[:1]))
+    error = "cannot read postgresql://fw:hunter2@db/log <b>"
+    live.snapshot = make_snapshot(model_status(evil, evaluation, source_up=False, last_error=error))
+    try:
+        page = live.get("/").body.decode()
+    finally:
+        live.snapshot = rich_snapshot()
+    assert "<script>alert" not in page and "log <b>" not in page and "hunter2" not in page
+    assert "log &lt;b&gt;" in page
+    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in page
+
+
+def test_a_model_not_evaluated_yet_and_no_models() -> None:
+    snapshot = make_snapshot(model_status("toxicity", None))
+    view = LiveView(History(1), {})
+    assert "Waiting for the first evaluation of toxicity" in view.page(snapshot, None, None)
+    empty = make_snapshot()
+    assert "No models configured" in view.page(empty, None, None)
+
+
+@pytest.mark.parametrize(
+    ("path", "content_type"),
+    [
+        ("/static/live.js", "text/javascript; charset=utf-8"),
+        ("/static/fairwatch.css", "text/css; charset=utf-8"),
+        ("/static/favicon.svg", "image/svg+xml"),
+        ("/favicon.ico", "image/svg+xml"),
+    ],
+)
+def test_assets_come_from_the_package(live: Live, path: str, content_type: str) -> None:
+    answer = live.get(path)
+    assert answer.status == 200 and answer.headers["Content-Type"] == content_type and answer.body
+
+
+@pytest.mark.parametrize(
+    "path", ["/static/../app.py", "/static/", "/static/views/charts.py", "/static/LIVE.JS"]
+)
+def test_nothing_else_is_served_as_an_asset(live: Live, path: str) -> None:
+    assert live.get(path).status == 404
+
+
+def test_history_api_returns_the_kept_points(live: Live) -> None:
+    answer = live.get("/api/v1/history?model=toxicity&window=1h&group=white")
+    body = answer.json()
+    assert answer.status == 200 and body["status"] == "success"
+    data = body["data"]
+    assert data["columns"] == [
+        "evaluated_at",
+        "value",
+        "ci_lower",
+        "ci_upper",
+        "fair_min",
+        "fair_max",
+        "state",
+    ]
+    assert [(s["metric"], s["group"]) for s in data["series"]] == [("disparate_impact", "white")]
+    assert data["series"][0]["points"] == [["2026-03-01T12:00:00Z", 0.6, 0.55, 0.66, 0.8, 1.25, "violation"]]
+    muslim = live.get("/api/v1/history?group=muslim&window=1h").json()["data"]["series"][0]
+    assert muslim["points"][0][1:4] == [None, None, None]  # NaN is null in JSON, never 0
+    assert live.get("/api/v1/history?since=2026-03-01T12:00:01Z").json()["data"]["series"] == []
+
+
+@pytest.mark.parametrize(
+    ("query", "error"),
+    [
+        ("model=nope", "model: no history for 'nope'"),
+        ("since=yesterday", "since: not an ISO 8601 time"),
+        ("since=2026-03-01T12:00:00", "since: give a UTC offset"),
+        ("colour=red", "unknown parameter 'colour'"),
+    ],
+)
+def test_history_api_names_a_bad_parameter(live: Live, query: str, error: str) -> None:
+    answer = live.get(f"/api/v1/history?{query}")
+    assert answer.status == 400
+    assert error in json.loads(answer.body)["error"]
