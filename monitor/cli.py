@@ -3,6 +3,7 @@
 fairwatch run       --config F                 the service
 fairwatch evaluate  --config F [--start T --end T] [--format table|json]
 fairwatch check     --config F [...]           as evaluate; exit 1 on any violation
+fairwatch report    --config F [--start T --end T --step D] -o report.html   one HTML file
 fairwatch validate  --config F                 check a config and exit
 fairwatch demo      [--port N]                 a drifting toxicity model, live, in a minute
 fairwatch metrics   [--format table|json|markdown]
@@ -16,7 +17,7 @@ import logging
 import math
 import sys
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from rich.console import Console
@@ -49,6 +50,18 @@ def _parse_time(text: str) -> datetime:
     return t if t.tzinfo else t.replace(tzinfo=UTC)
 
 
+def _parse_step(text: str) -> timedelta:
+    from monitor.config.schema import parse_duration
+
+    try:
+        step = parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if step <= timedelta(0):
+        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
+    return step
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="fairwatch", description="Fairness monitor for deployed models.")
     p.add_argument("--version", action="version", version=f"fairwatch {__version__}")
@@ -69,6 +82,27 @@ def _parser() -> argparse.ArgumentParser:
         e.add_argument("--format", choices=["table", "json"], default="table")
         e.add_argument("--model", action="append", help="only this model (repeatable)")
         e.add_argument("--all", action="store_true", help="table: show every value, not only judged ones")
+        e.add_argument("--report", metavar="FILE", help="also write this evaluation as an HTML report")
+
+    rp = sub.add_parser(
+        "report",
+        help="write one self-contained HTML report (tables, charts, config, power)",
+        description="Evaluate each model at the end of the period (and, with --start, every --step before "
+        "it) and write one HTML file - the live view's tables and charts, the config summary and the "
+        "power figures - for audits, e-mail and CI artifacts. Example: fairwatch report --config "
+        "fairwatch.yaml --start 2026-11-01T00:00:00Z --end 2026-11-02T00:00:00Z --step 1h -o report.html",
+    )
+    rp.add_argument("--config", required=True)
+    rp.add_argument("--start", type=_parse_time, help="first evaluation's end is one --step after this")
+    rp.add_argument("--end", type=_parse_time, help="the last evaluation's time (default: now)")
+    rp.add_argument(
+        "--step", type=_parse_step, help="between evaluations, e.g. 1h (default: a 24th of the period)"
+    )
+    rp.add_argument("--model", action="append", help="only this model (repeatable)")
+    rp.add_argument("--title", help="the report's title (default: the models' names)")
+    rp.add_argument(
+        "--output", "-o", default="fairwatch-report.html", help="file to write (default: %(default)s)"
+    )
 
     v = sub.add_parser("validate", help="validate a config file")
     v.add_argument("--config", required=True)
@@ -210,6 +244,16 @@ def _cmd_evaluate(args: argparse.Namespace, console: Console) -> int:
         sys.stdout.write("\n")
     else:
         _print_table(evaluations, Console(), show_all=args.all)
+    if args.report:
+        from monitor.report import build_report
+
+        report = build_report(
+            _load_settings(args.config),
+            at=(),
+            models=[ev.model for ev in evaluations],
+            evaluations={ev.model: [ev] for ev in evaluations},
+        )
+        console.print(f"wrote {report.write(args.report)}", soft_wrap=True, highlight=False)
     if args.command == "check":
         violations = [r for r in rows if r["state"] == "violation"]
         if violations:
@@ -354,6 +398,33 @@ def _cmd_power(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def _cmd_report(args: argparse.Namespace, console: Console) -> int:
+    from monitor.report import build_report, instants
+
+    settings = _load_settings(args.config)
+    if unknown := sorted(set(args.model or ()) - {m.name for m in settings.models}):
+        raise ConfigError(f"--model: no model named {', '.join(unknown)} in {args.config}")
+    end = args.end or datetime.now(UTC)
+    if args.start is not None and args.start >= end:
+        raise ConfigError(f"--start {args.start.isoformat()} must be before --end {end.isoformat()}")
+    try:
+        at = instants(args.start, end, args.step)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    with console.status("evaluating", spinner="dots") as status:
+        report = build_report(
+            settings, at=at, models=args.model, title=args.title, progress=lambda m: status.update(m)
+        )
+    path = report.write(args.output)
+    done = sum(len(e) for e in report.evaluations.values())
+    console.print(
+        f"wrote {path}: {done} evaluation(s) of {len(report.evaluations)} model(s)",
+        soft_wrap=True,
+        highlight=False,
+    )
+    return 0
+
+
 _COMMANDS = {
     "run": _cmd_run,
     "evaluate": _cmd_evaluate,
@@ -364,6 +435,7 @@ _COMMANDS = {
     "rules": _cmd_rules,
     "dashboard": _cmd_dashboard,
     "power": _cmd_power,
+    "report": _cmd_report,
 }
 
 if __name__ == "__main__":

@@ -1,0 +1,177 @@
+"""``fairwatch report`` and ``check --report``: one self-contained HTML file whose tables say what
+``fairwatch evaluate`` says; :class:`monitor.report.Report` in a notebook."""
+
+from __future__ import annotations
+
+import math
+import re
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from html import unescape
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from monitor.cli import main
+from monitor.config import load_settings
+from monitor.demo import write_demo_config, write_demo_log
+from monitor.evaluation import build_evaluators
+from monitor.report import build_report, instants
+from monitor.serialize import evaluation_rows
+from monitor.views.charts import number
+
+START = datetime(2026, 11, 1, 0, 0, tzinfo=UTC)
+END = START + timedelta(hours=6)
+
+
+@pytest.fixture(scope="module")
+def demo_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo's log (bias against muslim from 1 h to 6 h after START) and config."""
+    folder = tmp_path_factory.mktemp("report")
+    write_demo_log(
+        folder / "predictions.db",
+        start=START,
+        history=timedelta(hours=2),
+        future=timedelta(hours=8),
+        rows_per_hour=1500,
+    )
+    return write_demo_config(folder, port=0)
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "monitor.cli", *args], capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+def evaluate_json(config: Path, at: datetime) -> list[dict[str, Any]]:
+    """What the service would have served at ``at``: each model evaluated then, as JSON rows
+    (the report's job is to draw these values, not to compute them)."""
+    settings = load_settings(config)
+    evaluators = build_evaluators(settings)
+    try:
+        return [dict(r) for r in evaluation_rows([ev.evaluate(at) for ev in evaluators.values()])]
+    finally:
+        for ev in evaluators.values():
+            ev.source.close()
+            if ev.label_source is not None:
+                ev.label_source.close()
+
+
+def cell(html: str, window: str, metric: str, group: str) -> str:
+    """The text of one table cell (value, interval, state) of the report's ``window``."""
+    section = html.split(f'id="m-{window}-{metric}"')[0]  # the tables come before the cards
+    table = section.rsplit('<table class="matrix">', 1)[1]
+    groups = re.findall(r'<th scope="col"><span class="attr">[^<]*</span> ([^<]*)<', table)
+    row = re.search(rf'<a href="#m-{window}-{metric}">{metric}</a>.*?</tr>', table, re.S)
+    assert row, metric
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", row.group(0))
+    return unescape(re.sub(r"<[^>]+>", " ", cells[groups.index(group)]))
+
+
+def test_the_report_file_stands_alone_and_says_what_evaluate_says(demo_config: Path, tmp_path: Path) -> None:
+    target = tmp_path / "report.html"
+    out = cli(
+        "report",
+        "--config",
+        str(demo_config),
+        "--start",
+        START.isoformat(),
+        "--end",
+        END.isoformat(),
+        "--step",
+        "2h",
+        "-o",
+        str(target),
+        "--model",
+        "toxicity",
+    )
+    assert out.returncode == 0, out.stderr
+    assert "3 evaluation(s) of 1 model(s)" in out.stderr
+    html = target.read_text()
+    # one file: no script, no stylesheet or image to fetch
+    assert "<script" not in html and not re.search(r'(src|href)="(https?:|/)', html)
+    assert "<style>" in html and "Model toxicity" in html and "Power" in html and "Configuration" in html
+    assert "sql table 'predictions'" in unescape(html)  # the config summary names the source
+    # its last evaluation's values are those of fairwatch evaluate at END, window 3h
+    rows = evaluate_json(demo_config, END)
+    checked = 0
+    for r in rows:
+        if (
+            r["model"] != "toxicity"
+            or r["window"] != "3h"
+            or r["metric"] not in ("disparate_impact", "bpsn_auc")
+        ):
+            continue
+        text = cell(html, "3h", r["metric"], r["group"])
+        value = "-" if r["value"] is None else number(r["value"])
+        assert text.split()[0] == value and r["state"].replace("_", " ") in text, (r, text)
+        checked += 1
+    assert checked == 18  # two metrics, nine groups
+    assert "violation" in cell(html, "3h", "bpsn_auc", "muslim")
+    # the history: three points per group, the bias visible as a violation in the timeline
+    card = html.split('id="m-3h-bpsn_auc"')[1].split("</section>")[0]
+    assert card.count('class="state-violation"><title>muslim') >= 1
+
+
+def test_check_writes_the_report_of_its_evaluation(demo_config: Path, tmp_path: Path) -> None:
+    target = tmp_path / "check.html"
+    out = cli(
+        "check",
+        "--config",
+        str(demo_config),
+        "--start",
+        (END - timedelta(hours=3)).isoformat(),
+        "--end",
+        END.isoformat(),
+        "--report",
+        str(target),
+        "--format",
+        "json",
+    )
+    assert out.returncode == 1  # the bias is a violation
+    html = target.read_text()
+    assert "Model toxicity" in html and "Model moderation" in html
+    assert "violation" in cell(html, "range", "bpsn_auc", "muslim")
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        (["--step", "0s"], "must be positive"),
+        (["--step", "soon"], "--step"),
+        (["--start", "2026-11-02T00:00:00Z", "--end", "2026-11-01T00:00:00Z"], "must be before --end"),
+        (["--model", "nope"], "no model named nope"),
+        (["--start", "2026-01-01T00:00:00Z", "--end", "2026-11-01T00:00:00Z", "--step", "1m"], "--step"),
+    ],
+)
+def test_bad_report_arguments_are_one_line_errors(
+    demo_config: Path, tmp_path: Path, args: list[str], error: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    try:
+        code = main(["report", "--config", str(demo_config), "-o", str(tmp_path / "x.html"), *args])
+    except SystemExit as exc:  # argparse's own errors
+        code = exc.code
+    assert code == 2 and error in capsys.readouterr().err
+    assert not (tmp_path / "x.html").exists()
+
+
+def test_a_report_in_a_notebook(demo_config: Path) -> None:
+    settings = load_settings(demo_config)
+    report = build_report(
+        settings, at=instants(END - timedelta(hours=2), END, timedelta(hours=1)), models=["toxicity"]
+    )
+    frame = report.to_pandas()
+    windows = {w.name for w in settings.models[0].windows}
+    assert set(frame["window"]) == windows and frame["evaluated_at"].nunique() == 2
+    rows = evaluate_json(demo_config, END)
+    expected = {(r["window"], r["metric"], r["group"]): r["value"] for r in rows if r["model"] == "toxicity"}
+    last = frame[frame["evaluated_at"] == frame["evaluated_at"].max()]
+    assert len(last) == len(expected)
+    for r in last.itertuples():
+        want = expected[(r.window, r.metric, r.group)]
+        assert (want is None and math.isnan(r.value)) or r.value == want
+    html = report._repr_html_()
+    assert html.startswith('<div class="fairwatch-report"><style>') and '<table class="matrix">' in html
