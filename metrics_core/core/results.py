@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["BACKGROUND", "Comparison", "MetricValue", "ModelValue", "Report"]
 
@@ -79,3 +83,29 @@ class Report:
             if v.metric == metric and v.attribute == attribute:
                 return v
         raise KeyError(f"no model-level value {metric!r} for attribute {attribute!r}")
+
+    def to_pandas(self) -> pd.DataFrame:
+        """One row per judged value, the :class:`MetricValue` fields as columns (NaN where a value
+        is undefined, ``reason`` saying why)."""
+        import pandas as pd
+
+        columns = list(MetricValue.__dataclass_fields__)
+        return pd.DataFrame([asdict(v) for v in self.values], columns=columns)
+
+    def _repr_html_(self) -> str:
+        """A notebook shows the values as a table, one row per group and metric."""
+        frame = self.to_pandas()[
+            [
+                "attribute",
+                "group",
+                "metric",
+                "value",
+                "ci_lower",
+                "ci_upper",
+                "fair_min",
+                "fair_max",
+                "state",
+                "reason",
+            ]
+        ]
+        return str(frame.to_html(index=False, float_format=lambda x: f"{x:.4g}", na_rep="NaN"))

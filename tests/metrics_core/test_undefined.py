@@ -313,3 +313,35 @@ def test_single_row_auc_has_a_value_and_a_wide_interval():
     v = report.get("subgroup_auc", "g")
     assert v.value == 1.0 and v.reason is None
     assert v.ci_upper == 1.0 and v.ci_lower < 0.3  # two rows tell almost nothing
+
+
+def test_a_report_as_a_data_frame_keeps_nan_and_its_reason() -> None:
+    """In a notebook: one row per value, NaN kept (never 0), the reason beside it; HTML for display."""
+    report = mc.Report(
+        (
+            mc.MetricValue(
+                "g", "a", "rest", "disparate_impact", 0.9, 0.8, 1.0, 0.8, 1.25, "ok", 500, 5000, 500
+            ),
+            mc.MetricValue(
+                "g",
+                "b",
+                "rest",
+                "disparate_impact",
+                math.nan,
+                math.nan,
+                math.nan,
+                0.8,
+                1.25,
+                "insufficient_data",
+                0,
+                5000,
+                0,
+                reason="group has no rows",
+            ),
+        )
+    )
+    frame = report.to_pandas()
+    assert list(frame["group"]) == ["a", "b"] and frame["value"].iloc[0] == 0.9
+    assert math.isnan(frame["value"].iloc[1]) and frame["reason"].iloc[1] == "group has no rows"
+    html = report._repr_html_()
+    assert "<table" in html and "group has no rows" in html and "NaN" in html
