@@ -138,7 +138,7 @@ def alert(
     return ActiveAlert(
         labels=MappingProxyType(
             {
-                "alertname": "FairnessMetricOutOfRange",
+                "alertname": "FairwatchFairnessViolation",
                 "model": model,
                 "window": "1h",
                 "attribute": "identity",
