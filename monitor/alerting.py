@@ -28,7 +28,9 @@ Each series - one (model, window, attribute, group, reference, metric) - is trac
 
 The labels of an alert are its identity (``alertname``, model, window, attribute, group, reference,
 metric, severity); the annotations carry a readable ``summary``, a ``description`` with the metric's
-meaning and an optional ``runbook_url``, re-rendered at every evaluation while the alert is active.
+meaning and, when ``alerts.runbook_url`` is set, a ``runbook_url`` linking to the metric's section
+(``<runbook_url>#<metric>``, as the generated rules link), re-rendered at every evaluation while the
+alert is active.
 """
 
 from __future__ import annotations
@@ -49,9 +51,11 @@ __all__ = [
     "alert_description",
     "alert_summary",
     "fair_range_text",
+    "runbook_link",
 ]
 
-ALERTNAME = "FairnessMetricOutOfRange"
+#: The name of every fairness alert, raised here and by the generated Prometheus rules (monitor.rules).
+ALERTNAME = "FairwatchFairnessViolation"
 
 # States in which a firing alert keeps firing: the point estimate is outside the fair range.
 _OUT_OF_RANGE = frozenset({"violation", "inconclusive"})
@@ -102,7 +106,7 @@ class AlertTracker:
 
     Thread-safe: evaluations of different models may call :meth:`update` concurrently.
     ``confidence`` is the interval level quoted in the annotations; ``runbook_url``, when
-    given, is added to every alert as the ``runbook_url`` annotation.
+    given, is the runbook every alert links to, at its metric's section (``runbook_url#metric``).
     """
 
     def __init__(
@@ -233,11 +237,20 @@ class AlertTracker:
             "description": alert_description(value, confidence=self.confidence),
         }
         if self.runbook_url:
-            annotations["runbook_url"] = self.runbook_url
+            annotations["runbook_url"] = runbook_link(self.runbook_url, key[5])
         return annotations
 
 
 # -- module helpers ------------------------------------------------------------------------------------
+
+
+def runbook_link(runbook_url: str, section: str) -> str:
+    """The link to one section of the runbook: its heading's anchor, as GitHub and mkdocs make it.
+
+    >>> runbook_link("https://wiki.example/fairwatch-runbook", "disparate_impact")
+    'https://wiki.example/fairwatch-runbook#disparate_impact'
+    """
+    return f"{runbook_url}#{section.lower()}"
 
 
 def _values_by_key(evaluation: ModelEvaluation) -> dict[_Key, MetricValue]:

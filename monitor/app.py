@@ -183,6 +183,7 @@ def build_app(
         keep_firing_for=settings.alerts.keep_firing_for,
         severity=settings.alerts.severity,
         confidence=settings.alerts.confidence,
+        runbook_url=settings.alerts.runbook_url,
     )
     # firing alerts are re-sent every evaluation; Alertmanager must not expire them in between
     resend = max(m.interval.total_seconds() for m in settings.models)

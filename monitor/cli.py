@@ -7,6 +7,7 @@ fairwatch report    --config F [--start T --end T --step D] -o report.html   one
 fairwatch validate  --config F                 check a config and exit
 fairwatch demo      [--port N]                 a drifting toxicity model, live, in a minute
 fairwatch metrics   [--format table|json|markdown]
+fairwatch backfill  --config F --start T --end T [--step 1h] [--output FILE]
 """
 
 from __future__ import annotations
@@ -144,6 +145,32 @@ def _parser() -> argparse.ArgumentParser:
     )
     w.add_argument("--at", type=_parse_time, help="plan from the windows ending at this time (default: now)")
     w.add_argument("--format", choices=["table", "json"], default="table")
+
+    b = sub.add_parser(
+        "backfill",
+        help="evaluate history and write it as OpenMetrics for promtool tsdb create-blocks-from",
+        description="Evaluates every model at each step from --start to --end (inclusive), as the "
+        "service would have then, and writes the same series as /metrics with timestamps, for "
+        "`promtool tsdb create-blocks-from openmetrics FILE DATA_DIR`. Example: fairwatch backfill "
+        "--config fairwatch.yaml --start 2026-01-01 --end 2026-03-01 --step 1h --label job=fairwatch "
+        "--output history.om",
+    )
+    b.add_argument("--config", required=True)
+    b.add_argument(
+        "--start", type=_parse_time, required=True, help="first instant (ISO 8601 or epoch seconds)"
+    )
+    b.add_argument("--end", type=_parse_time, required=True, help="last instant, included if on a step")
+    b.add_argument("--step", default="1h", help="time between evaluations (default 1h; 90s, 15m, 1d)")
+    b.add_argument("--output", "-o", help="file to write (default: stdout)")
+    b.add_argument("--model", action="append", help="only this model (repeatable)")
+    b.add_argument(
+        "--label",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="add a label to every series (repeatable): the job and instance your Prometheus gives the "
+        "live service, so that history and live values are one series",
+    )
 
     m = sub.add_parser("metrics", help="print the metric registry")
     m.add_argument("--format", choices=["table", "json", "markdown"], default="table")
@@ -425,6 +452,35 @@ def _cmd_report(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def _cmd_backfill(args: argparse.Namespace, console: Console) -> int:
+    from pathlib import Path
+
+    from monitor.backfill import parse_labels, run_backfill
+    from monitor.config import parse_duration
+
+    try:
+        step = parse_duration(args.step)
+    except ValueError as exc:
+        raise ConfigError(f"--step: {exc}") from None
+    labels = parse_labels(args.label)
+    result = run_backfill(
+        _load_settings(args.config),
+        start=args.start,
+        end=args.end,
+        step=step,
+        output=Path(args.output) if args.output else None,
+        models=args.model,
+        labels=labels,
+        console=console,
+    )
+    console.print(
+        f"[green]backfilled[/] {result.evaluations:,} evaluation(s) at {result.instants:,} instant(s): "
+        f"{result.series:,} series, {result.points:,} points" + (f" -> {args.output}" if args.output else ""),
+        highlight=False,
+    )
+    return 0
+
+
 _COMMANDS = {
     "run": _cmd_run,
     "evaluate": _cmd_evaluate,
@@ -436,6 +492,7 @@ _COMMANDS = {
     "dashboard": _cmd_dashboard,
     "power": _cmd_power,
     "report": _cmd_report,
+    "backfill": _cmd_backfill,
 }
 
 if __name__ == "__main__":

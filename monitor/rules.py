@@ -28,9 +28,11 @@ firing while the value is still out of range (``inconclusive``), found by joinin
 ``ALERTS`` series - a pending alert is dropped on ``inconclusive``; ``ok``, ``insufficient_data`` or a
 vanished series resolve it. The alert's value is the metric's value, not the state code.
 
-The alert name differs from the service's own pushed alerts (``FairnessMetricOutOfRange``) on
-purpose: with the same labels, Alertmanager would merge an alert from Prometheus and one from
-fairwatch into one, and either source resolving it would resolve both.
+The fairness alert has one name, :data:`monitor.alerting.ALERTNAME`, whether Prometheus raises it from
+these rules or the service pushes it itself: one name to route, silence and inhibit. The two stay two
+alerts in Alertmanager, which tells alerts apart by their whole label set: a rule's alert carries the
+``job`` and ``instance`` of the series it fired on, the service's own never does, so neither source can
+resolve the other's. Both link to the same runbook section when ``alerts.runbook_url`` is set.
 """
 
 from __future__ import annotations
@@ -44,24 +46,19 @@ from typing import NotRequired, TypedDict
 import yaml
 
 from metrics_core import REGISTRY, FairRange, MetricSpec, resolve_fair_range
-from monitor.alerting import fair_range_text
+from monitor.alerting import ALERTNAME, fair_range_text, runbook_link
 from monitor.config import AlertsConfig, Settings
 from monitor.exporter import FAMILY_PREFIX, STATE_CODES
 
 __all__ = [
     "ALERTNAME",
     "HEALTH_ALERTS",
-    "RUNBOOK_URL",
     "alerting_metrics",
     "build_rules",
     "format_duration",
     "render_rules",
 ]
 
-#: Name of every fairness alert raised by the generated rules (the metric is a label).
-ALERTNAME = "FairwatchFairnessViolation"
-#: Base of the ``runbook_url`` annotations; each alert links to its own section.
-RUNBOOK_URL = "https://github.com/fairwatch/fairwatch/blob/main/docs/runbook.md"
 #: Names of the ``fairwatch-health`` alerts, in the order they are written.
 HEALTH_ALERTS = (
     "FairwatchEvaluationStale",
@@ -90,15 +87,16 @@ _HEADER = """\
 """
 
 
-def render_rules(settings: Settings | None = None, *, runbook_url: str = RUNBOOK_URL) -> str:
-    """The rule file as YAML text: the registry's defaults, or ``settings``' ranges and ``alerts:``.
+def render_rules(settings: Settings | None = None) -> str:
+    """The rule file as YAML text: the registry's defaults, or ``settings``' ranges and ``alerts:``
+    (``alerts.runbook_url``: every alert links to its section of the runbook).
 
     >>> text = render_rules()
     >>> "alert: FairwatchFairnessViolation" in text and "alert: FairwatchEvaluationStale" in text
     True
     """
     body = yaml.dump(
-        build_rules(settings, runbook_url=runbook_url),
+        build_rules(settings),
         Dumper=_Dumper,
         sort_keys=False,
         allow_unicode=True,
@@ -107,18 +105,18 @@ def render_rules(settings: Settings | None = None, *, runbook_url: str = RUNBOOK
     return _HEADER + body
 
 
-def build_rules(settings: Settings | None = None, *, runbook_url: str = RUNBOOK_URL) -> RuleFile:
+def build_rules(settings: Settings | None = None) -> RuleFile:
     """The rule file as plain data (``{"groups": [...]}``), in a stable order."""
     alerts = settings.alerts if settings is not None else AlertsConfig()
     fairness = [
-        _fairness_rule(spec, variant, alerts, runbook_url)
+        _fairness_rule(spec, variant, alerts)
         for spec in alerting_metrics()
         for variant in _range_variants(spec, settings)
     ]
     return {
         "groups": [
             {"name": "fairwatch-fairness", "rules": fairness},
-            {"name": "fairwatch-health", "rules": _health_rules(alerts.severity, runbook_url)},
+            {"name": "fairwatch-health", "rules": _health_rules(alerts.severity, alerts.runbook_url)},
         ]
     }
 
@@ -213,15 +211,16 @@ def _model_matcher(models: Sequence[str], *, negate: bool = False) -> str:
 # -- fairness rules ---------------------------------------------------------------------------------------
 
 
-def _fairness_rule(spec: MetricSpec, variant: _Variant, alerts: AlertsConfig, runbook_url: str) -> AlertRule:
+def _fairness_rule(spec: MetricSpec, variant: _Variant, alerts: AlertsConfig) -> AlertRule:
     expr = _fairness_expr(spec.name, variant.matcher)
     for_ = format_duration(alerts.for_)
     labels = {"severity": alerts.severity, "metric": spec.name}
     annotations = {
         "summary": _fairness_summary(spec.name, variant.fair_range),
         "description": _fairness_description(spec, variant, alerts.confidence),
-        "runbook_url": f"{runbook_url}#{spec.name}",
     }
+    if alerts.runbook_url:
+        annotations["runbook_url"] = runbook_link(alerts.runbook_url, spec.name)
     if alerts.keep_firing_for > timedelta(0):  # written after `for`, where people look for it
         keep = format_duration(alerts.keep_firing_for)
         return {
@@ -320,7 +319,7 @@ def _companion_value(suffix: str) -> str:
 # -- health rules -----------------------------------------------------------------------------------------
 
 
-def _health_rules(severity: str, runbook_url: str) -> list[AlertRule]:
+def _health_rules(severity: str, runbook_url: str | None) -> list[AlertRule]:
     """The monitor watching itself. A blind monitor is as urgent as the alerts it can no longer
     raise, so these take the fairness alerts' severity; rejected rows are only ``info``."""
     interval = f"{FAMILY_PREFIX}model_interval_seconds"
@@ -371,7 +370,8 @@ def _health_rules(severity: str, runbook_url: str) -> list[AlertRule]:
         ),
     ]
     for rule in rules:
-        rule["annotations"]["runbook_url"] = f"{runbook_url}#{rule['alert'].lower()}"
+        if runbook_url:
+            rule["annotations"]["runbook_url"] = runbook_link(runbook_url, rule["alert"])
     return rules
 
 

@@ -12,8 +12,10 @@ Fixtures
 ``alertmanager`` (function)
     :class:`AlertmanagerServer`: a real Alertmanager routing every alert to its own ``webhook_receiver``.
 ``prometheus_factory`` (function)
-    ``prometheus_factory(config_yaml, rule_files=None) -> PrometheusServer``; several may be started, all
-    are stopped at teardown. The config may use ``{rules_dir}`` and ``{listen_address}`` placeholders.
+    ``prometheus_factory(config_yaml, rule_files=None, *, tsdb_path=None) -> PrometheusServer``; several
+    may be started, all are stopped at teardown. The config may use ``{rules_dir}`` and
+    ``{listen_address}`` placeholders; ``tsdb_path`` starts it on an existing data directory (blocks
+    made by ``promtool tsdb create-blocks-from``).
 
 Every server binds to 127.0.0.1 on a free port, is stopped by PID in a finaliser (also when the test
 fails) and every wait is bounded. A missing binary FAILS the test (never skips), pointing at
@@ -617,7 +619,9 @@ class _PrometheusFactory:
     servers: list[ManagedProcess] = field(default_factory=list)
     workdirs: list[Path] = field(default_factory=list)
 
-    def __call__(self, config_yaml: str, rule_files: dict[str, str] | None = None) -> PrometheusServer:
+    def __call__(
+        self, config_yaml: str, rule_files: dict[str, str] | None = None, *, tsdb_path: Path | None = None
+    ) -> PrometheusServer:
         workdir = Path(tempfile.mkdtemp(prefix="fairwatch-prom-"))
         self.workdirs.append(workdir)
         rules_dir = workdir / "rules"
@@ -640,7 +644,7 @@ class _PrometheusFactory:
         argv = [
             prometheus_bin(),
             f"--config.file={config_path}",
-            f"--storage.tsdb.path={workdir / 'data'}",
+            f"--storage.tsdb.path={tsdb_path or workdir / 'data'}",
             f"--web.listen-address={listen_address}",
         ]
         process = _start_http_server("prometheus", argv, workdir, f"{url}/-/ready", self.servers)

@@ -23,7 +23,6 @@ __all__ = [
     "average_abs_odds_difference",
     "average_odds_difference",
     "average_odds_variance",
-    "cohens_d",
     "equalized_odds_difference",
     "four_fifths_ratio",
     "pooled_sd",
@@ -31,6 +30,7 @@ __all__ = [
     "rate",
     "rate_difference",
     "rate_ratio",
+    "standardized_selection_rate_difference",
     "two_sd_rule",
 ]
 
@@ -162,7 +162,7 @@ def pooled_se(cells: FloatArray) -> FloatArray:
         return np.where(se > 0, se, np.nan)
 
 
-def cohens_d(cells: FloatArray) -> FloatArray:
+def standardized_selection_rate_difference(cells: FloatArray) -> FloatArray:
     """Cohen's d of the selection rates: their difference over the pooled Bernoulli standard deviation."""
     return rate_difference(cells, "selection_rate") / pooled_sd(cells)
 

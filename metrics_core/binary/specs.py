@@ -175,14 +175,17 @@ SPECS: list[MetricSpec] = [
     ),
     _group(
         scaled_parity(rates.pooled_sd),
-        name="cohens_d",
+        name="standardized_selection_rate_difference",
         family="classification",
         requires=_CLS,
         ideal=0.0,
         fair_range=FairRange(-0.2, 0.2),
         source="Cohen (1988): 0.2 is a small effect (holisticai code; its docs omit the square root)",
-        meaning="negative: the group is selected less often, in pooled standard deviations",
+        meaning="Cohen's d of the selections; negative: the group is selected less often, in pooled "
+        "standard deviations",
         formula="(SR_G - SR_R) / sqrt(((n_G-1) p_G(1-p_G) + (n_R-1) p_R(1-p_R)) / (n_G+n_R-2))",
+        # its former name: promtool's lint reads the trailing `_d` of fairwatch_cohens_d as a unit (days)
+        aliases=("cohens_d", "cohen_d"),
     ),
     _group(
         scaled_parity(rates.pooled_se),
@@ -193,7 +196,7 @@ SPECS: list[MetricSpec] = [
         fair_range=None,
         source="informational: a z statistic, not an effect size - any fixed gap crosses +-2 once the window "
         "is large enough (holisticai code: pooled standard error); the intervals judge significance, "
-        "cohens_d and statistical_parity_difference the size",
+        "standardized_selection_rate_difference and statistical_parity_difference the size",
         meaning="z statistic of the selection-rate gap; beyond +-2 the gap is significant at about 5%",
         formula="(SR_G - SR_R) / sqrt(p(1-p)(1/n_G + 1/n_R)), p = pooled SR",
     ),

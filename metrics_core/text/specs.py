@@ -233,7 +233,7 @@ SPECS: list[MetricSpec] = [
         requires=_EMBEDDINGS,
         ideal=0.0,
         fair_range=FairRange(-0.2, 0.2),
-        source="fairwatch choice: Cohen's (1988) small effect d = 0.2, as for cohens_d; Caliskan et al. give no range",
+        source="fairwatch choice: Cohen's (1988) small effect d = 0.2, as for standardized_selection_rate_difference (Cohen's d); Caliskan et al. give no range",
         meaning="positive: X is closer to A (and Y to B) than X to B (and Y to A)",
         formula="(mean_x s(x,A,B) - mean_y s(y,A,B)) / std_{w in X u Y} s(w,A,B) (sample std), "
         "s(w,A,B) = mean_a cos(w,a) - mean_b cos(w,b)",

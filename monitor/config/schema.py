@@ -373,6 +373,17 @@ class AlertsConfig(_Strict):
     webhook: WebhookConfig | None = None
     log: bool = True
     external_url: str | None = None  # generatorURL of pushed alerts
+    # where docs/runbook.md is published: every alert (pushed and from the rules) links to its section
+    runbook_url: str | None = None
+
+    @field_validator("runbook_url")
+    @classmethod
+    def _runbook_url(cls, value: str | None) -> str | None:
+        if value is not None and (not re.match(r"^https?://[^\s#]+$", value)):
+            raise ValueError(
+                f"must be an http(s) URL without a #fragment (each alert adds its section's), got {value!r}"
+            )
+        return value
 
 
 class ServerConfig(_Strict):

@@ -335,7 +335,10 @@ def test_one_panel_per_registry_metric(dashboard: dict[str, Any]) -> None:
         ("disparate_impact", [0.8, 1.25]),
         ("statistical_parity_difference", [-0.1, 0.1]),
         ("four_fifths_ratio", [0.8, 1.0]),
-        ("cohens_d", [-0.2, 0.2]),  # two_sd_rule became informational (issue 11)
+        (
+            "standardized_selection_rate_difference",
+            [-0.2, 0.2],
+        ),  # two_sd_rule became informational (issue 11)
     ],
 )
 def test_fair_range_thresholds_examples(

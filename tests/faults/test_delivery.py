@@ -225,7 +225,7 @@ def test_a_full_outbox_drops_the_oldest_resolves_and_counts_them() -> None:
 
 
 def _alert(group: str = "g") -> ActiveAlert:
-    labels = {"alertname": "FairnessMetricOutOfRange", "model": "tox", "group": group, "metric": "m"}
+    labels = {"alertname": "FairwatchFairnessViolation", "model": "tox", "group": group, "metric": "m"}
     return ActiveAlert(labels, {"summary": "s"}, "firing", T0, T0, 0.5)
 
 

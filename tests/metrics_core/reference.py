@@ -247,11 +247,11 @@ def binary_reference(
     pg, pr, ng, nr = G["selection_rate"], R["selection_rate"], G["n"], R["n"]
     if ng + nr - 2 > 0 and not (math.isnan(pg) or math.isnan(pr)):
         pooled_var = ((ng - 1) * pg * (1 - pg) + (nr - 1) * pr * (1 - pr)) / (ng + nr - 2)
-        out["cohens_d"] = _div(pg - pr, math.sqrt(pooled_var))
+        out["standardized_selection_rate_difference"] = _div(pg - pr, math.sqrt(pooled_var))
         p = (G["selected"] + R["selected"]) / (ng + nr)
         out["two_sd_rule"] = _div(pg - pr, math.sqrt(p * (1 - p) * (1 / ng + 1 / nr)))
     else:
-        out["cohens_d"] = out["two_sd_rule"] = NAN
+        out["standardized_selection_rate_difference"] = out["two_sd_rule"] = NAN
     d_tpr = G["true_positive_rate"] - R["true_positive_rate"]
     d_fpr = G["false_positive_rate"] - R["false_positive_rate"]
     out["equal_opportunity_difference"] = d_tpr

@@ -43,10 +43,10 @@ def test_selection_metrics_by_hand():
         "statistical_parity_difference": 0.35,
         "disparate_impact": 2.4,
         "four_fifths_ratio": 1 / 2.4,
-        "cohens_d": 0.35 / math.sqrt(pooled_var),
+        "standardized_selection_rate_difference": 0.35 / math.sqrt(pooled_var),
         "two_sd_rule": 0.35 / math.sqrt(p * (1 - p) * (1 / 10 + 1 / 20)),
     }
-    assert hand["cohens_d"] == pytest.approx(0.774202, abs=1e-6)
+    assert hand["standardized_selection_rate_difference"] == pytest.approx(0.774202, abs=1e-6)
     assert hand["two_sd_rule"] == pytest.approx(1.875299, abs=1e-6)
     for name, expected in hand.items():
         assert r.get(name, "g").value == pytest.approx(expected, abs=1e-12), name
@@ -89,7 +89,9 @@ def test_orientation_is_group_minus_reference():
     assert r.get("statistical_parity_difference", "g").value == pytest.approx(0.25 - 0.75)
     assert r.get("disparate_impact", "g").value == pytest.approx(1 / 3)
     assert r.get("four_fifths_ratio", "g").value == pytest.approx(1 / 3)
-    assert r.get("cohens_d", "g").value < 0 and r.get("two_sd_rule", "g").value < 0
+    assert (
+        r.get("standardized_selection_rate_difference", "g").value < 0 and r.get("two_sd_rule", "g").value < 0
+    )
 
 
 def test_threshold_is_inclusive():

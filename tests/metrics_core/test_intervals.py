@@ -204,7 +204,7 @@ COVERED = {
     "four_fifths_ratio": 1.0,  # Katz, transformed
     "average_odds_difference": 0.0,  # normal, summed variances
     "standardized_mean_difference": 0.0,  # normal
-    "cohens_d": 0.0,  # Poisson bootstrap
+    "standardized_selection_rate_difference": 0.0,  # Poisson bootstrap
     "two_sd_rule": 0.0,
 }
 

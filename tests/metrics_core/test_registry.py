@@ -23,7 +23,7 @@ SPEC_RANGES = {
     "statistical_parity_difference": (-0.1, 0.1),
     "disparate_impact": (0.8, 1.25),
     "four_fifths_ratio": (0.8, 1.0),
-    "cohens_d": (-0.2, 0.2),
+    "standardized_selection_rate_difference": (-0.2, 0.2),
     "equal_opportunity_difference": (-0.1, 0.1),
     "false_positive_rate_difference": (-0.1, 0.1),
     "false_negative_rate_difference": (-0.1, 0.1),
@@ -199,6 +199,8 @@ def test_families_and_levels_partition_the_registry():
 def test_aliases_resolve():
     assert mc.get_metric("adverse_impact_ratio").name == "disparate_impact"
     assert mc.get_metric("air").name == "disparate_impact"
+    # the former name, which promtool's lint refused as a Prometheus family (fairwatch_cohens_d)
+    assert mc.get_metric("cohens_d").name == "standardized_selection_rate_difference"
     aliases = [a for m in ALL for a in m.aliases]
     assert len(set(aliases)) == len(aliases) and not set(aliases) & set(mc.REGISTRY)
     attr = mc.indicator_attribute("identity", {"g": [1, 1, 0, 0]})
@@ -224,7 +226,7 @@ def test_fair_range_overrides():
         0.9, None
     )
     assert (
-        mc.resolve_fair_range("disparate_impact", {"cohens_d": (0, 1)})
+        mc.resolve_fair_range("disparate_impact", {"standardized_selection_rate_difference": (0, 1)})
         == mc.get_metric("disparate_impact").fair_range
     )
     # an override of the relative AUC range is absolute

@@ -58,7 +58,7 @@ LABEL_FREE = {
     "statistical_parity_difference",
     "disparate_impact",
     "four_fifths_ratio",
-    "cohens_d",
+    "standardized_selection_rate_difference",
     "two_sd_rule",
     "standardized_mean_difference",
 }
@@ -100,7 +100,7 @@ SCENARIOS: dict[str, tuple[list, list, set[str], set[str]]] = {
     "everything_selected": (
         [(0.8, 1), (0.6, 0), (0.9, 0)],
         [(0.7, 1), (0.5, 0), (0.95, 1), (0.6, 0)],
-        {"cohens_d", "two_sd_rule"},  # pooled sd 0 on both sides
+        {"standardized_selection_rate_difference", "two_sd_rule"},  # pooled sd 0 on both sides
         set(),
     ),
     "nothing_selected": (
@@ -109,7 +109,7 @@ SCENARIOS: dict[str, tuple[list, list, set[str], set[str]]] = {
         {
             "disparate_impact",
             "four_fifths_ratio",
-            "cohens_d",
+            "standardized_selection_rate_difference",
             "two_sd_rule",
             "positive_predictive_value",
             "precision_ratio",
@@ -120,14 +120,14 @@ SCENARIOS: dict[str, tuple[list, list, set[str], set[str]]] = {
     "group_all_selected_reference_none": (
         [(0.8, 1), (0.6, 0), (0.9, 0)],
         [(0.1, 1), (0.2, 0), (0.3, 0)],
-        # cohens_d: pooled sd 0 (each side constant); disparate impact: SR_R = 0
-        {"cohens_d", "disparate_impact", "precision_ratio", "recall_ratio"},
+        # standardized_selection_rate_difference: pooled sd 0 (each side constant); disparate impact: SR_R = 0
+        {"standardized_selection_rate_difference", "disparate_impact", "precision_ratio", "recall_ratio"},
         set(),
     ),
     "constant_scores": (
         [(0.7, 1), (0.7, 0), (0.7, 0)],
         [(0.7, 1), (0.7, 0), (0.7, 1)],
-        {"standardized_mean_difference", "cohens_d", "two_sd_rule"},
+        {"standardized_mean_difference", "standardized_selection_rate_difference", "two_sd_rule"},
         set(),
     ),
     "no_labels_yet": (
@@ -239,9 +239,9 @@ def test_zero_reference_rate_gives_nan_not_inf():
     assert r.get("four_fifths_ratio", "g").value == 0.0
 
 
-def test_cohens_d_with_both_sides_all_selected_is_nan():
+def test_standardized_selection_rate_difference_with_both_sides_all_selected_is_nan():
     r = _evaluate([(0.9, 1), (0.8, 0)], [(0.7, 1), (0.6, 0), (0.95, 0)])
-    v = r.get("cohens_d", "g")
+    v = r.get("standardized_selection_rate_difference", "g")
     assert math.isnan(v.value) and "standard deviation" in v.reason
     assert v.state == "insufficient_data"
 

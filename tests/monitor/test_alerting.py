@@ -282,7 +282,8 @@ def test_description_has_the_metric_meaning_state_and_sizes(clock: FakeClock) ->
 def test_runbook_url_is_added_when_configured(clock: FakeClock) -> None:
     url = "https://runbooks.example/fairness"
     (update,) = run(tracker(for_=timedelta(0), runbook_url=url), clock, "violation")
-    assert update.firing[0].annotations["runbook_url"] == url
+    alert = update.firing[0]
+    assert alert.annotations["runbook_url"] == f"{url}#{alert.labels['metric']}"  # the metric's section
 
 
 def test_one_sided_fair_range_reads_as_at_least(clock: FakeClock) -> None:

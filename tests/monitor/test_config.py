@@ -182,3 +182,16 @@ models:
 """
     with pytest.raises(ConfigError, match=r"options \['topk'\] are not options of task recommender.*\bk\b"):
         load_settings(write(tmp_path, text))
+
+
+def test_runbook_url_is_a_url_without_a_fragment(tmp_path: Path) -> None:
+    good = SKETCH.replace(
+        "alerts:\n", "alerts:\n  runbook_url: https://wiki.example.internal/fairwatch/runbook\n"
+    )
+    assert (
+        load_settings(write(tmp_path, good)).alerts.runbook_url
+        == "https://wiki.example.internal/fairwatch/runbook"
+    )
+    bad = SKETCH.replace("alerts:\n", "alerts:\n  runbook_url: https://wiki.example.internal/runbook#top\n")
+    with pytest.raises(ConfigError, match=r"alerts\.runbook_url.*without a #fragment"):
+        load_settings(write(tmp_path, bad))

@@ -63,3 +63,77 @@ def test_documented_example_config_runs(tmp_path: Path) -> None:
             0
         ]
     assert ev.windows[1].n_rows == pytest.approx(total, abs=0)
+
+
+def _documented_queries() -> dict[str, str]:
+    """docs/prometheus.md's "Useful queries": {comment: PromQL}."""
+    text = (ROOT / "docs" / "prometheus.md").read_text(encoding="utf-8")
+    block = re.search(r"## Useful queries\s+```promql\n(.*?)```", text, re.S)
+    assert block is not None
+    queries: dict[str, str] = {}
+    comment = ""
+    for line in block.group(1).splitlines():
+        if line.startswith("#"):
+            comment = line.lstrip("# ")
+            queries[comment] = ""
+        else:
+            queries[comment] += line + "\n"
+    return queries
+
+
+@pytest.mark.integration
+def test_documented_fair_range_queries_compare(tmp_path: Path) -> None:
+    """The fair-range queries of docs/prometheus.md, run by promtool's PromQL engine: one group below
+    its bound, one above, another window and another metric's bound that must not match."""
+    from tests.servers import promtool_bin
+
+    queries = [q for comment, q in _documented_queries().items() if "fair range" in comment]
+    assert len(queries) == 2
+    below, distance = queries
+    labels = 'job="fairwatch",instance="fw:9810",model="toxicity",attribute="identity",reference="background"'
+
+    def series(name: str, extra: str, value: float) -> dict[str, str]:
+        return {"series": f"{name}{{{extra},{labels}}}", "values": f"{value}x5"}
+
+    muslim, jewish = 'window="24h",group="muslim"', 'window="24h",group="jewish"'
+    test = {
+        "rule_files": [],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": [
+                    series("fairwatch_bpsn_auc", muslim, 0.75),
+                    series("fairwatch_bpsn_auc", jewish, 0.875),
+                    series("fairwatch_bpsn_auc", 'window="1h",group="muslim"', 0.5),
+                    series("fairwatch_metric_fair_min", f'metric="bpsn_auc",{muslim}', 0.8125),
+                    series("fairwatch_metric_fair_min", f'metric="bpsn_auc",{jewish}', 0.8125),
+                    series("fairwatch_metric_fair_min", 'metric="bpsn_auc",window="1h",group="muslim"', 0.25),
+                    series("fairwatch_metric_fair_min", f'metric="subgroup_auc",{jewish}', 0.9),
+                ],
+                "promql_expr_test": [
+                    {
+                        "expr": below,
+                        "eval_time": "2m",
+                        "exp_samples": [
+                            {"labels": f"fairwatch_bpsn_auc{{{muslim},{labels}}}", "value": 0.75}
+                        ],
+                    },
+                    {
+                        "expr": distance,
+                        "eval_time": "2m",
+                        "exp_samples": [
+                            {"labels": f"{{{muslim},{labels}}}", "value": -0.0625},
+                            {"labels": f"{{{jewish},{labels}}}", "value": 0.0625},
+                        ],
+                    },
+                ],
+            }
+        ],
+    }
+    path = tmp_path / "queries_test.yml"
+    path.write_text(json.dumps(test), encoding="utf-8")  # JSON is YAML
+    result = subprocess.run(
+        [promtool_bin(), "test", "rules", str(path)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -16,7 +16,7 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import Metric
 
-from metrics_core import STATES, MetricValue, ModelValue
+from metrics_core import REGISTRY, STATES, MetricValue, ModelValue
 from monitor.exporter import STATE_CODES, SnapshotCollector, build_families
 from monitor.results import GroupStats, ModelEvaluation, WindowResult
 from monitor.snapshot import ActiveAlert, ModelStatus, SinkStats, Snapshot
@@ -138,7 +138,7 @@ def alert(
     return ActiveAlert(
         labels=MappingProxyType(
             {
-                "alertname": "FairnessMetricOutOfRange",
+                "alertname": "FairwatchFairnessViolation",
                 "model": model,
                 "window": "1h",
                 "attribute": "identity",
@@ -471,6 +471,19 @@ def test_promtool_finds_no_problems() -> None:
     snapshot = replace(rich_snapshot(), models=MappingProxyType({"toxicity": failed, "other": other}))
     exposition = generate_latest(registry_for(snapshot))
     assert b"fairwatch_disparate_impact{" in exposition
+    result = promtool_check_metrics(exposition)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+
+
+@pytest.mark.integration
+def test_promtool_accepts_the_family_of_every_registry_metric() -> None:
+    """Every metric the registry can export, group and model level, under promtool's naming lint."""
+    values = [metric_value(metric=name) for name, spec in REGISTRY.items() if spec.level == "group"]
+    model_values = [ModelValue(name, 0.5) for name, spec in REGISTRY.items() if spec.level == "model"]
+    evaluation = model_evaluation("toxicity", window_result("1h", values, model_values))
+    exposition = generate_latest(registry_for(make_snapshot(model_status("toxicity", evaluation))))
+    for name in REGISTRY:
+        assert f"\nfairwatch_{name}{{".encode() in exposition, name
     result = promtool_check_metrics(exposition)
     assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from monitor.alerting import ALERTNAME
 from monitor.config import AlertsConfig
 from monitor.errors import AlertDeliveryError, ConfigError
 from monitor.notifiers import (
@@ -27,7 +28,6 @@ from monitor.snapshot import ActiveAlert
 from tests.servers import AlertmanagerServer, WebhookReceiver, free_port, http_json, wait_until
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
-ALERTNAME = "FairnessMetricOutOfRange"
 
 
 def alert(
@@ -199,6 +199,34 @@ def test_alertmanager_receives_firing_then_resolved(alertmanager: AlertmanagerSe
     notifier.send([], [replace(firing, state="resolved")], datetime.now(UTC))
     resolved = alertmanager.receiver.wait_for(_notification("resolved", "muslim"), timeout=30)
     assert resolved["alerts"][0]["labels"]["metric"] == "disparate_impact"
+
+
+@pytest.mark.integration
+def test_one_alert_name_from_two_sources_stays_two_alerts(alertmanager: AlertmanagerServer) -> None:
+    """The service and Prometheus' rules raise FairwatchFairnessViolation for the same value; the rule's
+    alert also carries the series' job and instance, so Alertmanager keeps two alerts and the service's
+    resolve ends only its own."""
+    notifier = AlertmanagerNotifier(alertmanager.url, timeout_seconds=5, resend_seconds=60)
+    now = datetime.now(UTC)
+    service = alert("muslim", since=now - timedelta(minutes=1))
+    notifier.send([service], [], now)
+    from_rule = {
+        "labels": {**service.labels, "job": "fairwatch", "instance": "fairwatch:9810"},
+        "annotations": {"summary": "from Prometheus"},
+        "startsAt": (now - timedelta(minutes=1)).isoformat(),
+        "endsAt": (now + timedelta(hours=1)).isoformat(),
+    }
+    http_json(f"{alertmanager.url}/api/v2/alerts", method="POST", json_body=[from_rule])
+
+    def count(n: int) -> list[Any] | None:
+        alerts = _alertmanager_alerts(alertmanager)
+        return alerts if len(alerts) == n else None
+
+    both = wait_until(lambda: count(2), timeout=20, what="two alerts")
+    assert {a["labels"]["alertname"] for a in both} == {ALERTNAME}
+    notifier.send([], [replace(service, state="resolved")], datetime.now(UTC))
+    (left,) = wait_until(lambda: count(1), timeout=20, what="the service's alert resolved")
+    assert left["labels"]["job"] == "fairwatch" and left["status"]["state"] == "active"
 
 
 @pytest.mark.integration

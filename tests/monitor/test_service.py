@@ -172,3 +172,50 @@ def test_a_bad_row_is_counted_per_read_and_once_in_the_last_read() -> None:
     assert status.rows_rejected_total == {"score_invalid": 10}  # per read, like rows_read_total
     assert status.last_evaluation is not None
     assert status.last_evaluation.rejected == {"score_invalid": 5}  # fairwatch_last_read_rows_rejected
+
+
+def test_the_service_alert_and_the_prometheus_rule_share_name_and_runbook_link() -> None:
+    """One name and one runbook section per metric, whichever raises the alert (alerts.runbook_url)."""
+    from monitor.app import build_app
+    from monitor.rules import build_rules
+
+    model = {
+        "name": "tox",
+        "source": {"kind": "memory", "name": "tox"},
+        "columns": {"id": "id", "timestamp": "ts", "score": "score", "label": "label"},
+        "groups": [{"attribute": "identity", "kind": "indicator", "columns": ["g"]}],
+        "windows": [{"name": "1h", "length": "1h"}],
+        "min_samples": 50,
+        "metrics": ["bpsn_auc", "negative_aeg", "statistical_parity_difference"],
+    }
+    alerts = {"for": "0s", "runbook_url": "https://runbooks.example/fairwatch"}
+    settings = settings_from_dict({"models": [model], "alerts": alerts})
+    recorder = RecordingNotifier()
+    app = build_app(
+        settings,
+        clock=FakeClock(T0 + timedelta(hours=8)),  # four hours into the bias
+        memory_sources={"tox": MemorySource(drifting_log(), timestamp_column="ts")},
+        notifiers=[recorder],
+    )
+    try:
+        app.monitor.run_model("tox")
+        assert app.monitor.delivery.flush(timeout=10)
+    finally:
+        app.stop()
+    pushed = [a for call in recorder.calls for a in call.firing]
+    assert {a.labels["metric"] for a in pushed} >= {"bpsn_auc", "negative_aeg"}
+    rules = {
+        rule["labels"]["metric"]: rule
+        for group in build_rules(settings)["groups"]
+        for rule in group["rules"]
+        if "metric" in rule["labels"]
+    }
+    for alert in pushed:
+        metric = alert.labels["metric"]
+        assert alert.labels["alertname"] == rules[metric]["alert"] == "FairwatchFairnessViolation"
+        link = alert.annotations["runbook_url"]
+        assert (
+            link
+            == rules[metric]["annotations"]["runbook_url"]
+            == f"https://runbooks.example/fairwatch#{metric}"
+        )

@@ -1,0 +1,228 @@
+"""``fairwatch backfill``: history as OpenMetrics that promtool imports and a real Prometheus serves.
+
+The reference values come from ``fairwatch evaluate --start T-1h --end T --format json`` - an explicit
+range read whole - while the backfill evaluates each instant as the service does (scheduled windows,
+the sealed panes of an epoch-timestamped SQLite log); the file is checked by prometheus_client's strict
+OpenMetrics parser and by promtool, and the values are read back from Prometheus' HTTP API.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+import subprocess
+import urllib.parse
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from prometheus_client.openmetrics.parser import text_string_to_metric_families
+
+from monitor.cli import main
+from monitor.exporter import STATE_CODES
+from tests.servers import PrometheusServer, http_json, promtool_bin
+
+# Whole hours, three of them evaluated; the log spans six hours before NOW.
+NOW = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+FIRST = NOW - timedelta(hours=3)
+INSTANTS = [FIRST, FIRST + timedelta(hours=1), FIRST + timedelta(hours=2)]
+
+
+def _write_log(path: Path) -> None:
+    """3,600 rows over six hours; group b is selected less often; epoch-second timestamps."""
+    rng = np.random.default_rng(12)
+    n = 3600
+    ts = (NOW - timedelta(hours=6)).timestamp() + np.sort(rng.uniform(0, 6 * 3600, n))
+    group = rng.choice(["a", "b", "c"], size=n, p=[0.5, 0.3, 0.2])
+    label = rng.random(n) < 0.3
+    score = np.clip(0.3 + 0.4 * label - 0.15 * (group == "b") + rng.normal(0, 0.2, n), 0, 1).round(3)
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE predictions (id INTEGER, ts REAL, score REAL, label INTEGER, grp TEXT)")
+        conn.executemany(
+            "INSERT INTO predictions VALUES (?, ?, ?, ?, ?)",
+            zip(
+                range(n), ts.tolist(), score.tolist(), label.astype(int).tolist(), group.tolist(), strict=True
+            ),
+        )
+
+
+CONFIG = """\
+models:
+  - name: scorer
+    source: {kind: sql, url: "sqlite:///predictions.db", table: predictions}
+    columns: {id: id, timestamp: ts, score: score, label: label}
+    groups: [{attribute: grp, kind: categorical, column: grp}]
+    windows: [{name: 1h, length: 1h}]
+    metrics: [disparate_impact, statistical_parity_difference, subgroup_auc, bpsn_auc,
+              equal_opportunity_difference]
+    min_samples: 20
+"""
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Path:
+    _write_log(tmp_path / "predictions.db")
+    path = tmp_path / "config.yaml"
+    path.write_text(CONFIG, encoding="utf-8")
+    return path
+
+
+def _iso(t: datetime) -> str:
+    return t.isoformat().replace("+00:00", "Z")
+
+
+def _backfill(config: Path, output: Path, *extra: str) -> int:
+    argv = ["backfill", "--config", str(config), "--start", _iso(INSTANTS[0]), "--end", _iso(INSTANTS[-1])]
+    return main([*argv, "--output", str(output), *extra])
+
+
+def _evaluate_json(config: Path, at: datetime, capsys: pytest.CaptureFixture[str]) -> list[dict[str, Any]]:
+    capsys.readouterr()
+    argv = ["evaluate", "--config", str(config), "--start", _iso(at - timedelta(hours=1)), "--end", _iso(at)]
+    assert main([*argv, "--format", "json"]) == 0
+    rows: list[dict[str, Any]] = json.loads(capsys.readouterr().out)
+    assert rows
+    return rows
+
+
+def _query_at(prometheus: PrometheusServer, expr: str, at: datetime) -> dict[tuple[str, ...], float]:
+    """Instant query at ``at``: {(metric label, group, reference, job): value}."""
+    query = urllib.parse.urlencode({"query": expr, "time": at.timestamp()})
+    answer = http_json(f"{prometheus.url}/api/v1/query?{query}")
+    assert answer["status"] == "success", answer
+    return {
+        (
+            r["metric"]["__name__"],
+            r["metric"].get("metric", ""),
+            r["metric"].get("group", ""),
+            r["metric"].get("reference", ""),
+            r["metric"]["job"],
+        ): float(r["value"][1])
+        for r in answer["data"]["result"]
+    }
+
+
+def _same(json_value: float | None, prometheus_value: float) -> bool:
+    """JSON writes NaN and infinities as null; Prometheus keeps them."""
+    if json_value is None:
+        return not math.isfinite(prometheus_value)
+    return json_value == prometheus_value  # float64 end to end: exact, not approximate
+
+
+@pytest.mark.integration
+def test_backfill_imports_into_prometheus_with_the_values_of_evaluate(
+    config: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    prometheus_factory: Callable[..., PrometheusServer],
+) -> None:
+    history = tmp_path / "history.om"
+    assert _backfill(config, history, "--label", "job=fairwatch") == 0
+    assert "backfilled 3 evaluation(s) at 3 instant(s)" in capsys.readouterr().err
+
+    tsdb = tmp_path / "tsdb"
+    result = subprocess.run(
+        [promtool_bin(), "tsdb", "create-blocks-from", "openmetrics", str(history), str(tsdb)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    prometheus = prometheus_factory("global: {scrape_interval: 1h}\n", tsdb_path=tsdb)
+
+    checked = 0
+    for at in INSTANTS:
+        rows = _evaluate_json(config, at, capsys)
+        values = _query_at(prometheus, '{__name__=~"fairwatch_.+", model="scorer", window="1h"}', at)
+        for row in rows:
+            key = (row["group"], row["reference"], "fairwatch")
+            value = values[(f"fairwatch_{row['metric']}", "", *key)]
+            assert _same(row["value"], value), (at, row, value)
+            for field in ("ci_lower", "ci_upper", "fair_min", "fair_max"):
+                companion = values[(f"fairwatch_metric_{field}", row["metric"], *key)]
+                assert _same(row[field], companion), (at, row, field, companion)
+            state = values[("fairwatch_metric_state", row["metric"], *key)]
+            assert state == STATE_CODES[row["state"]], (at, row, state)
+            checked += 1
+    # 5 metrics x 3 groups (each against the rest) x 3 instants, not a vacuous loop
+    assert checked == 45
+    # between two instants Prometheus has no newer sample than the last instant's (5m lookback)
+    later = INSTANTS[0] + timedelta(minutes=30)
+    assert _query_at(prometheus, "fairwatch_disparate_impact", later) == {}
+    # ... and the documented way to graph it carries each point to the next
+    held = _query_at(prometheus, "last_over_time(fairwatch_disparate_impact[1h])", later)
+    at_first = _query_at(prometheus, "fairwatch_disparate_impact", INSTANTS[0])
+    assert len(held) == 3
+    assert {key[2:]: v for key, v in held.items()} == {key[2:]: v for key, v in at_first.items()}
+
+
+def test_output_is_strict_openmetrics_with_one_point_per_instant(config: Path, tmp_path: Path) -> None:
+    history = tmp_path / "history.om"
+    assert _backfill(config, history) == 0
+    text = history.read_text(encoding="utf-8")
+    assert text.endswith("\n# EOF\n")
+    # the parser refuses interleaved families, split series and timestamps going backwards
+    families = {f.name: f for f in text_string_to_metric_families(text)}
+    assert "fairwatch_disparate_impact" in families and "fairwatch_group_rows" in families
+    assert "fairwatch_alerts" not in families and "fairwatch_build" not in families
+    expected = [t.timestamp() for t in INSTANTS]
+    for family in families.values():
+        points: dict[tuple[tuple[str, str], ...], list[float]] = {}
+        for sample in family.samples:
+            assert "job" not in sample.labels
+            points.setdefault(tuple(sorted(sample.labels.items())), []).append(float(sample.timestamp))
+        assert all(times == expected for times in points.values()), family.name
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--start", "2026-01-02", "--end", "2026-01-01"], "must be before --end"),
+        (["--start", "2026-01-01", "--end", "2999-01-01"], "is in the future"),
+        (["--start", "2026-01-01", "--end", "2026-01-02", "--step", "0s"], "--step must be positive"),
+        (["--start", "2026-01-01", "--end", "2026-01-02", "--step", "1 hour"], "--step: not a duration"),
+        (["--start", "2020-01-01", "--end", "2026-01-01", "--step", "1m"], "use a larger --step"),
+        (
+            ["--start", "2026-01-01", "--end", "2026-01-02", "--label", "job"],
+            "--label 'job': write NAME=VALUE",
+        ),
+        (["--start", "2026-01-01", "--end", "2026-01-02", "--model", "nope"], "--model: no model named nope"),
+    ],
+)
+def test_bad_arguments_are_named_without_a_traceback(
+    config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    output = tmp_path / "history.om"
+    assert main(["backfill", "--config", str(config), *argv, "--output", str(output)]) == 2
+    err = " ".join(capsys.readouterr().err.split())  # rich wraps long lines
+    assert message in err
+    assert "Traceback" not in err
+    assert not output.exists()
+
+
+def test_a_label_fairwatch_sets_itself_is_refused(
+    config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    output = tmp_path / "history.om"
+    assert _backfill(config, output, "--label", "group=x") == 2
+    assert "--label group: fairwatch's own label" in " ".join(capsys.readouterr().err.split())
+    assert not output.exists()
+
+
+def test_a_failing_evaluation_stops_the_run_and_writes_nothing(
+    config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config.write_text(CONFIG.replace("table: predictions", "table: missing"), encoding="utf-8")
+    output = tmp_path / "history.om"
+    output.write_text("an older backfill\n", encoding="utf-8")
+    assert _backfill(config, output) == 1
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"model scorer at {_iso(INSTANTS[0])}" in err
+    assert "missing" in err
+    assert output.read_text(encoding="utf-8") == "an older backfill\n"  # replaced only when complete
+    assert list(tmp_path.glob(".history.om.*")) == []
