@@ -558,3 +558,21 @@ def test_alert_annotations(dashboard: dict[str, Any]) -> None:
     rules = yaml.safe_load((ROOT / "deploy/prometheus/rules.yml").read_text())
     health = {r["alert"] for g in rules["groups"] if g["name"] == "fairwatch-health" for r in g["rules"]}
     assert named == health
+
+
+def test_the_documented_command_writes_the_documented_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/grafana.md's example, run on docs/configuration.md's example config."""
+    page = (ROOT / "docs" / "grafana.md").read_text(encoding="utf-8")
+    block = re.search(r"```sh\n(fairwatch dashboard --config .*?)```", page, re.S)
+    assert block is not None
+    command, wrote = block.group(1).splitlines()[:2]
+    example = re.search(r"```yaml\n(.*?)```", (ROOT / "docs" / "configuration.md").read_text(), re.S)
+    assert example is not None
+    monkeypatch.chdir(tmp_path)
+    Path("fairwatch.yaml").write_text(example.group(1))
+    assert main(command.split()[1:]) == 0
+    assert capsys.readouterr().err.strip() == wrote.removeprefix("# ")
+    dashboard = json.loads((tmp_path / "dashboards" / "fairwatch-toxicity.json").read_text())
+    assert dashboard["uid"] == "fairwatch-toxicity"
