@@ -119,9 +119,16 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--config", help="use this config's fair-range overrides and alert settings")
     r.add_argument("--output", "-o", help="file to write (default: stdout)")
 
-    g = sub.add_parser("dashboard", help="write the Grafana dashboard generated from the metric registry")
-    g.add_argument("--config", help="use this config's models and metrics")
-    g.add_argument("--output", "-o", help="file to write (default: stdout)")
+    g = sub.add_parser(
+        "dashboard",
+        help="write the Grafana dashboard, or with --config one per model",
+        description="Without --config: the shipped dashboard (binary and ranking metrics). With --config: "
+        "one dashboard per model, holding exactly the metrics it computes, written as "
+        "fairwatch-<model>.json into the --output directory (stdout for a config of one model). "
+        "Example: fairwatch dashboard --config fairwatch.yaml -o dashboards/",
+    )
+    g.add_argument("--config", help="one dashboard per model of this config")
+    g.add_argument("--output", "-o", help="file to write, with --config a directory (default: stdout)")
 
     w = sub.add_parser(
         "power",
@@ -390,10 +397,13 @@ def _cmd_rules(args: argparse.Namespace, console: Console) -> int:
 
 
 def _cmd_dashboard(args: argparse.Namespace, console: Console) -> int:
-    from monitor.dashboard import render_dashboard
+    from monitor.dashboard import dashboard_json, render_dashboard, write_dashboards
 
-    settings = _load_settings(args.config) if args.config else None
-    _write(json.dumps(render_dashboard(settings), indent=2) + "\n", args.output)
+    if not args.config:
+        _write(dashboard_json(render_dashboard()), args.output)
+        return 0
+    for path in write_dashboards(_load_settings(args.config), args.output):
+        console.print(f"wrote {path}", highlight=False)
     return 0
 
 

@@ -1,10 +1,15 @@
-"""The dashboard's fixed rows: the overview (states, alerts, current values), groups and service health."""
+"""The dashboard's fixed parts: the overview (states, alerts, current values), each group's state
+timeline, the alert annotations, groups and service health."""
 
 from __future__ import annotations
+
+import math
+from typing import Any
 
 from monitor.dashboard.widgets import (
     ATTRIBUTE,
     COMPANION,
+    DATASOURCE,
     MODEL,
     RATE,
     STATE_COLORS,
@@ -21,6 +26,7 @@ from monitor.dashboard.widgets import (
     timeseries,
 )
 from monitor.exporter import FAMILY_PREFIX, STATE_CODES
+from monitor.rules import ALERTNAME, build_rules
 
 # --- overview -------------------------------------------------------------------------------
 
@@ -117,6 +123,83 @@ def _state_table(group_metrics: list[str]) -> Panel:
         options={"sortBy": [{"displayName": "state", "desc": True}]},
         transformations=[{"id": "merge", "options": {}}, {"id": "organize", "options": organize}],
     )
+
+
+# --- states over time and alert annotations ---------------------------------------------------
+
+
+def state_timeline(fairness_metrics: list[str]) -> Panel:
+    """One state timeline per selected group: a row per fairness metric (and reference)."""
+    only = f'metric=~"{"|".join(fairness_metrics)}",'
+    expr = f"{FAMILY_PREFIX}metric_state{{{only}{matchers(COMPANION)}}}"
+    rows = len(fairness_metrics)
+    return panel(
+        "state-timeline",
+        "States: $group",
+        "The state of each fairness metric of the group over time (fairwatch_metric_state): ok (inside "
+        "the fair range), inconclusive (the interval straddles a bound), violation (the interval lies "
+        "entirely outside), insufficient data. One panel per selected group.",
+        [target("A", expr, "{{metric}} vs {{reference}}")],
+        unit="none",
+        size=(24, max(6, math.ceil((20 * rows + 60) / 30))),  # about 20 px a row, 30 px a grid unit
+        defaults={"mappings": STATE_MAPPINGS, "color": {"mode": "thresholds"}},
+        options={
+            "mergeValues": True,
+            "showValue": "never",
+            "alignValue": "left",
+            "rowHeight": 0.8,
+            "legend": {"showLegend": True, "displayMode": "list", "placement": "bottom"},
+            "tooltip": {"mode": "single", "sort": "none"},
+        },
+        per_group=2,
+    )
+
+
+def alert_annotations() -> dict[str, list[dict[str, Any]]]:
+    """Firing fairness alerts (the service's ``fairwatch_alerts``) of the selected groups and
+    metrics, and the service's own alerts from the generated rules (Prometheus' ``ALERTS``),
+    drawn as regions on every time series."""
+    health = "|".join(
+        r["alert"] for g in build_rules()["groups"] for r in g["rules"] if r["alert"] != ALERTNAME
+    )
+    builtin = {"builtIn": 1, "datasource": {"type": "grafana", "uid": "-- Grafana --"}, "enable": True}
+    builtin |= {
+        "hide": True,
+        "iconColor": "rgba(0, 211, 255, 1)",
+        "name": "Annotations & Alerts",
+        "type": "dashboard",
+    }
+    prometheus = {
+        "datasource": DATASOURCE,
+        "enable": True,
+        "hide": False,
+        "step": "1m",
+        "useValueForTime": False,
+    }
+    return {
+        "list": [
+            builtin,
+            prometheus
+            | {
+                "name": "Fairness alerts",
+                "iconColor": "red",
+                "expr": sel("alerts", COMPANION, alertstate="firing"),
+                "titleFormat": "{{metric}} alert firing",
+                "textFormat": "{{attribute}}={{group}} vs {{reference}}, window {{window}}",
+                "tagKeys": "model,metric,group",
+            },
+            prometheus
+            | {
+                "name": "Service alerts",
+                "iconColor": "orange",
+                # FairwatchAbsent has no model label: the empty alternative keeps it
+                "expr": f'ALERTS{{alertname=~"{health}",alertstate="firing",model=~"$model|"}}',
+                "titleFormat": "{{alertname}}",
+                "textFormat": "{{model}}",
+                "tagKeys": "alertname,model",
+            },
+        ]
+    }
 
 
 # --- groups and service health --------------------------------------------------------------

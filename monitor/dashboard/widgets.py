@@ -1,7 +1,8 @@
-"""Building blocks of the dashboard: label filters, queries, thresholds, panels, variables and layout.
+"""Building blocks of the dashboards: label filters, queries, thresholds, panels, variables and layout.
 
 Panels are plain JSON-ready dicts (Grafana 10/11, ``schemaVersion`` 39); every panel, query and
-variable reads the ``datasource`` template variable.
+variable reads the ``datasource`` template variable. A model's own dashboard fixes the ``model``
+variable to a hidden constant, so the queries read the same either way.
 """
 
 from __future__ import annotations
@@ -59,6 +60,10 @@ def target(ref: str, expr: str, legend: str = "__auto", *, table: bool = False) 
     return query | {"format": "table"} if table else query
 
 
+def fixed_color(color: str) -> dict[str, str]:
+    return {"mode": "fixed", "fixedColor": color}
+
+
 def thresholds(fair_range: FairRange | None = None, *steps: tuple[str, float]) -> dict[str, Any]:
     """Absolute thresholds: green inside ``fair_range`` and red outside, or green then ``steps``."""
     if fair_range is not None:
@@ -92,14 +97,21 @@ def panel(
     overrides: list[dict[str, Any]] | None = None,
     options: dict[str, Any] | None = None,
     transformations: list[dict[str, Any]] | None = None,
+    per_group: int = 0,
 ) -> Panel:
-    """A panel with its size as ``gridPos``; :func:`layout` places it and numbers it."""
+    """A panel with its size as ``gridPos``; :func:`layout` places it and numbers it.
+
+    ``per_group``: repeated for each selected group, that many to a line (Grafana sizes the
+    copies; the panel takes a whole line of the layout).
+    """
+    repeat = {"repeat": "group", "repeatDirection": "h", "maxPerRow": per_group} if per_group else {}
     return {
         "type": kind,
         "title": title,
         "description": description,
         "datasource": DATASOURCE,
-        "gridPos": {"h": size[1], "w": size[0], "x": 0, "y": 0},
+        "gridPos": {"h": size[1], "w": 24 if per_group else size[0], "x": 0, "y": 0},
+        **repeat,
         "fieldConfig": {
             "defaults": {"unit": unit, "thresholds": thresholds(), **(defaults or {})},
             "overrides": overrides or [],
@@ -121,6 +133,7 @@ def timeseries(
     custom: dict[str, Any] | None = None,
     defaults: dict[str, Any] | None = None,
     overrides: Sequence[dict[str, Any]] = (),
+    per_group: int = 0,
 ) -> Panel:
     """A time series of ``queries`` (refs A, B, ...); the refs in ``dashed`` are drawn dashed."""
     style: dict[str, Any] = {
@@ -143,6 +156,7 @@ def timeseries(
             *overrides,
         ],
         options={"legend": legend, "tooltip": {"mode": "multi", "sort": "desc"}},
+        per_group=per_group,
     )
 
 
@@ -176,8 +190,11 @@ def table(title: str, description: str, targets: list[dict[str, Any]], **kwargs:
 # --- variables and layout -------------------------------------------------------------------
 
 
-def variables() -> list[dict[str, Any]]:
-    """``datasource``, then model and window (single values: short legends), attribute, group, metric."""
+def variables(model: str | None = None) -> list[dict[str, Any]]:
+    """``datasource``, then model and window (single values: short legends), attribute, group, metric.
+
+    With ``model``, the ``model`` variable is that name, a hidden constant.
+    """
     datasource: dict[str, Any] = {
         "name": "datasource",
         "label": "Data source",
@@ -186,15 +203,23 @@ def variables() -> list[dict[str, Any]]:
     }
     datasource |= {"current": {}, "hide": 0, "includeAll": False, "multi": False, "options": []}
     datasource |= {"refresh": 1, "regex": "", "skipUrlSync": False}
+    if model is None:
+        model_variable = _query_variable(
+            "model", "Model", f"label_values({FAMILY_PREFIX}evaluations_total, model)"
+        )
+    else:
+        only = {"text": model, "value": model}
+        model_variable = {"name": "model", "label": "Model", "type": "constant", "query": model, "hide": 2}
+        model_variable |= {"current": only, "options": [only | {"selected": True}], "skipUrlSync": False}
     return [
         datasource,
-        _query_variable("model", "Model", f"label_values({FAMILY_PREFIX}evaluations_total, model)"),
+        model_variable,
         _query_variable("window", "Window", f"label_values({sel('window_rows', MODEL)}, window)"),
         _query_variable(
             "attribute", "Attribute", f"label_values({sel('group_rows', WINDOW)}, attribute)", True
         ),
         _query_variable("group", "Group", f"label_values({sel('group_rows', ATTRIBUTE)}, group)", True),
-        _query_variable("metric", "Metric", f"label_values({FAMILY_PREFIX}metric_state, metric)", True),
+        _query_variable("metric", "Metric", f"label_values({sel('metric_state', MODEL)}, metric)", True),
     ]
 
 
