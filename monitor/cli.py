@@ -279,7 +279,26 @@ def _cmd_validate(args: argparse.Namespace, console: Console) -> int:
     settings = _load_settings(args.config)
     windows = sum(len(m.windows) for m in settings.models)
     console.print(f"[green]ok[/]: {args.config}: {len(settings.models)} model(s), {windows} window(s)")
-    return 0
+    if not args.connect:
+        return 0
+    from monitor.preflight import check_sources
+
+    status = 0
+    for check in check_sources(settings):
+        if check.skipped:
+            console.print(f"[yellow]not checked[/]: {check.where}: {escape(check.skipped)}", soft_wrap=True)
+        elif check.problems:
+            status = 1
+            for problem in check.problems:
+                console.print(
+                    f"[bold red]error[/]: {escape(mask(problem, _SECRETS.secrets))}", soft_wrap=True
+                )
+        else:
+            what = escape(mask(check.what, _SECRETS.secrets))
+            console.print(
+                f"[green]ok[/]: {check.where}: {what}, {len(check.columns)} column(s)", soft_wrap=True
+            )
+    return status
 
 
 def _cmd_run(args: argparse.Namespace, console: Console) -> int:
