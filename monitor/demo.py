@@ -16,6 +16,8 @@ table, whose footer counts skipped ticks and warnings.
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -182,6 +184,7 @@ def run_demo(*, host: str, port: int, directory: str, duration: float, speed: fl
     from monitor.clock import AcceleratedClock
     from monitor.config import load_settings
 
+    _check_port(host, port)
     base = Path(directory).resolve()
     start = datetime.now(UTC).replace(microsecond=0)
     with console.status("writing the synthetic prediction log"):
@@ -198,12 +201,7 @@ def run_demo(*, host: str, port: int, directory: str, duration: float, speed: fl
     )
     log_file = base / "demo.log"
     with _logging_to(log_file) as warnings:
-        try:
-            app.start(schedule=False)
-        except OSError as exc:
-            raise FairwatchError(
-                f"cannot serve on {host}:{port}: {exc.strerror or exc} (choose another --port)"
-            ) from exc
+        app.start(schedule=False)
         assert app.server is not None
         pacer.start()
         console.print(f"[bold]fairwatch demo[/] - log {log.path}, config {config}", soft_wrap=True)
@@ -236,6 +234,18 @@ def run_demo(*, host: str, port: int, directory: str, duration: float, speed: fl
     console.print(f"  {footer()}", soft_wrap=True, highlight=False)
     console.print(f"run it again without acceleration: fairwatch run --config {config}", soft_wrap=True)
     return 0
+
+
+def _check_port(host: str, port: int) -> None:
+    """A busy port is said before the log is written, in one line."""
+    try:
+        with socket.create_server((host, port)):
+            pass
+    except OSError as exc:
+        raise FairwatchError(
+            f"cannot serve on {host}:{port}: {os.strerror(exc.errno) if exc.errno else exc} "
+            "(choose another --port)"
+        ) from exc
 
 
 def _watch(

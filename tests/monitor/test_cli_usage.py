@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import socket
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
@@ -200,3 +201,14 @@ def test_a_closed_pipe_is_no_traceback(demo: Path) -> None:
         # argparse itself ignores a closed pipe while printing help
         expected = 0 if "--help" in argv else EXIT_BROKEN_PIPE
         assert proc.returncode == expected, (argv, proc.returncode, err)
+
+
+def test_a_busy_port_is_one_line_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        status = main(["demo", "--dir", str(tmp_path / "demo"), "--port", str(port), "--duration", "1"])
+    err = " ".join(capsys.readouterr().err.split())
+    assert status == 1 and "Traceback" not in err
+    assert f"error: cannot serve on 127.0.0.1:{port}: Address already in use (choose another --port)" in err
