@@ -8,6 +8,7 @@ declare; no metric code imports it.
 
 from __future__ import annotations
 
+import difflib
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -53,12 +54,25 @@ _ALIASES: dict[str, str] = {alias: m.name for m in _METRICS for alias in m.alias
 
 
 def get_metric(name: str) -> MetricSpec:
-    """The spec of ``name`` (aliases such as ``adverse_impact_ratio`` accepted)."""
+    """The spec of ``name`` (aliases such as ``adverse_impact_ratio`` accepted).
+
+    An unknown name is refused with the closest known one, not a list of every metric:
+
+    >>> get_metric("disparate_impcat")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown metric 'disparate_impcat' (did you mean 'disparate_impact'?); metric_names() lists ...
+    """
     canonical = _ALIASES.get(name, name)
     try:
         return REGISTRY[canonical]
     except KeyError:
-        raise ValueError(f"unknown metric {name!r}; known metrics: {', '.join(sorted(REGISTRY))}") from None
+        close = difflib.get_close_matches(str(name), [*REGISTRY, *_ALIASES], n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ValueError(
+            f"unknown metric {name!r}{hint}; metric_names() lists the {len(REGISTRY)} known metrics "
+            "(`fairwatch metrics` describes them)"
+        ) from None
 
 
 def metric_names(*, level: str | None = None, family: str | None = None) -> list[str]:

@@ -58,8 +58,9 @@ class App:
     server: ServerHandle | None = None
     _ready: threading.Event = field(default_factory=threading.Event)
 
-    def start(self, *, serve_http: bool = True) -> None:
-        """Serve HTTP, then schedule every model (the first run of each starts at once)."""
+    def start(self, *, serve_http: bool = True, schedule: bool = True) -> None:
+        """Serve HTTP, then schedule every model (the first run of each starts at once); without
+        ``schedule`` the caller runs ``monitor.run_model`` itself (the demo's :class:`~monitor.pacer.Pacer`)."""
         if serve_http:
             metrics = MetricsEndpoint(self.collector, self.monitor.snapshot, registry=self.registry)
             self.monitor.subscribe(metrics.publish)  # rendered when published, not when scraped
@@ -73,6 +74,9 @@ class App:
             )
             self.server = serve(wsgi, self.settings.server.host, self.settings.server.port)
             log.info("serving on %s", self.server.url)
+        if not schedule:
+            self._ready.set()
+            return
         now = datetime.now(UTC)
         for model in self.settings.models:
             self.scheduler.add_job(

@@ -17,7 +17,7 @@ import json
 import logging
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -26,8 +26,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from monitor import __version__
+from monitor.arguments import HelpFormatter, fraction, number, port
 from monitor.errors import ConfigError, FairwatchError
 from monitor.secrets import SecretFilter, mask
+from monitor.suggest import did_you_mean
+from monitor.terminal import name_column, print_table, state_text, stdout_closed, stdout_console, text_column
 
 if TYPE_CHECKING:
     from monitor.config import Settings
@@ -63,124 +66,230 @@ def _parse_step(text: str) -> timedelta:
     return step
 
 
+def _subcommand(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    *,
+    summary: str,
+    description: str,
+    examples: Sequence[str],
+) -> argparse.ArgumentParser:
+    """A subcommand with its one-line summary (``fairwatch --help``), a description and examples."""
+    return sub.add_parser(
+        name,
+        help=summary,
+        description=description,
+        epilog="examples:\n" + "\n".join(f"  {e}" for e in examples),
+        formatter_class=HelpFormatter,
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="fairwatch", description="Fairness monitor for deployed models.")
+    p = argparse.ArgumentParser(
+        prog="fairwatch",
+        description="Fairness monitor for deployed models: bias metrics per group from logged predictions, "
+        "exported to Prometheus, with alerts when a value leaves its fair range.",
+        epilog="examples:\n  fairwatch demo\n  fairwatch validate --config fairwatch.yaml --connect\n"
+        "  fairwatch run --config fairwatch.yaml\n\n'fairwatch COMMAND --help' describes each command.",
+        formatter_class=HelpFormatter,
+    )
     p.add_argument("--version", action="version", version=f"fairwatch {__version__}")
-    p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
-    sub = p.add_subparsers(dest="command", required=True)
+    p.add_argument(
+        "--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="log verbosity"
+    )
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    config_help = "the YAML config file (docs/configuration.md)"
 
-    run = sub.add_parser("run", help="run the monitoring service")
-    run.add_argument("--config", required=True)
+    run = _subcommand(
+        sub,
+        "run",
+        summary="run the monitoring service",
+        description="Evaluate every model on its interval, serve /metrics, /api/v1/results and the live "
+        "page, and send alerts. SIGHUP reloads the config, SIGTERM or Ctrl-C stops.",
+        examples=["fairwatch run --config fairwatch.yaml"],
+    )
+    run.add_argument("--config", required=True, help=config_help)
 
-    for name, text in (
-        ("evaluate", "evaluate once and print"),
-        ("check", "evaluate once; exit 1 on a violation"),
+    for name, summary, description, example in (
+        (
+            "evaluate",
+            "evaluate once and print",
+            "Evaluate every model's windows once, ending now, or one --start/--end range, and print "
+            "the judged values (a table, or JSON rows as /api/v1/results serves them).",
+            "fairwatch evaluate --config fairwatch.yaml --start 2026-11-01 --end 2026-11-02 --format json",
+        ),
+        (
+            "check",
+            "evaluate once; exit 1 on a violation",
+            "As evaluate, for CI and cron: exit status 1 when any value is a violation (its whole "
+            "interval outside the fair range), 0 otherwise, 2 on a config error.",
+            "fairwatch check --config fairwatch.yaml --model toxicity",
+        ),
     ):
-        e = sub.add_parser(name, help=text)
-        e.add_argument("--config", required=True)
-        e.add_argument("--start", type=_parse_time, help="window start (ISO 8601 or epoch seconds)")
+        e = _subcommand(sub, name, summary=summary, description=description, examples=[example])
+        e.add_argument("--config", required=True, help=config_help)
+        e.add_argument(
+            "--start", type=_parse_time, help="window start, ISO 8601 or epoch seconds (default: each window)"
+        )
         e.add_argument("--end", type=_parse_time, help="window end, exclusive (default: now)")
-        e.add_argument("--format", choices=["table", "json"], default="table")
-        e.add_argument("--model", action="append", help="only this model (repeatable)")
-        e.add_argument("--all", action="store_true", help="table: show every value, not only judged ones")
+        e.add_argument("--format", choices=["table", "json"], default="table", help="output format")
+        e.add_argument("--model", action="append", help="only this model, repeatable (default: every model)")
+        e.add_argument("--all", action="store_true", help="table: show informational values too")
         e.add_argument("--report", metavar="FILE", help="also write this evaluation as an HTML report")
 
-    rp = sub.add_parser(
+    rp = _subcommand(
+        sub,
         "report",
-        help="write one self-contained HTML report (tables, charts, config, power)",
-        description="Evaluate each model at the end of the period (and, with --start, every --step before "
-        "it) and write one HTML file - the live view's tables and charts, the config summary and the "
-        "power figures - for audits, e-mail and CI artifacts. Example: fairwatch report --config "
-        "fairwatch.yaml --start 2026-11-01T00:00:00Z --end 2026-11-02T00:00:00Z --step 1h -o report.html",
+        summary="write one self-contained HTML report (tables, charts, config, power)",
+        description="Evaluate each model at the end of the period (and, with --start, every --step "
+        "before it) and write one HTML file - the live view's tables and charts, the config summary "
+        "and the power figures - for audits, e-mail and CI artifacts. It needs no script or network "
+        "to open.",
+        examples=[
+            "fairwatch report --config fairwatch.yaml -o report.html",
+            "fairwatch report --config fairwatch.yaml --start 2026-11-01T00:00:00Z "
+            "--end 2026-11-02T00:00:00Z --step 1h -o report.html",
+        ],
     )
-    rp.add_argument("--config", required=True)
-    rp.add_argument("--start", type=_parse_time, help="first evaluation's end is one --step after this")
+    rp.add_argument("--config", required=True, help=config_help)
+    rp.add_argument(
+        "--start",
+        type=_parse_time,
+        help="the period's start: evaluations every --step after it (default: one)",
+    )
     rp.add_argument("--end", type=_parse_time, help="the last evaluation's time (default: now)")
     rp.add_argument(
         "--step", type=_parse_step, help="between evaluations, e.g. 1h (default: a 24th of the period)"
     )
-    rp.add_argument("--model", action="append", help="only this model (repeatable)")
+    rp.add_argument("--model", action="append", help="only this model, repeatable (default: every model)")
     rp.add_argument("--title", help="the report's title (default: the models' names)")
-    rp.add_argument(
-        "--output", "-o", default="fairwatch-report.html", help="file to write (default: %(default)s)"
+    rp.add_argument("--output", "-o", default="fairwatch-report.html", help="file to write")
+
+    v = _subcommand(
+        sub,
+        "validate",
+        summary="validate a config file",
+        description="Check a config file: YAML, every key and value, durations, metric names. "
+        "With --connect, also open each source and check that its tables (or files) and the "
+        "configured columns exist.",
+        examples=[
+            "fairwatch validate --config fairwatch.yaml",
+            "fairwatch validate --config fairwatch.yaml --connect",
+        ],
+    )
+    v.add_argument("--config", required=True, help=config_help)
+    v.add_argument(
+        "--connect", action="store_true", help="also connect to each source and check its tables and columns"
     )
 
-    v = sub.add_parser("validate", help="validate a config file")
-    v.add_argument("--config", required=True)
-
-    d = sub.add_parser("demo", help="run a live demo on a synthetic drifting prediction log")
-    d.add_argument("--port", type=int, default=9810)
-    d.add_argument("--host", default="127.0.0.1")
+    d = _subcommand(
+        sub,
+        "demo",
+        summary="run a live demo on a synthetic drifting prediction log",
+        description="Write a synthetic toxicity-model log that drifts into bias against one group and "
+        "back, run the service on it with time accelerated, and print a live table of the metrics "
+        "and alerts. The story repeats every 12 simulated hours; Ctrl-C stops.",
+        examples=["fairwatch demo", "fairwatch demo --port 9900 --speed 1200 --duration 120"],
+    )
+    d.add_argument("--port", type=port, default=9810, help="HTTP port (0: any free port)")
+    d.add_argument("--host", default="127.0.0.1", help="HTTP address to listen on")
     d.add_argument("--dir", default="fairwatch-demo", help="where the demo writes its log and config")
-    d.add_argument("--duration", type=float, default=60.0, help="seconds to run (0: until Ctrl-C)")
-    d.add_argument("--speed", type=float, default=600.0, help="simulated seconds per real second")
+    d.add_argument(
+        "--duration", type=number(minimum=0), default=0, help="seconds to run; 0 runs until Ctrl-C"
+    )
+    d.add_argument(
+        "--speed",
+        type=number(minimum=0, inclusive=False),
+        default=600,
+        help="simulated seconds per real second",
+    )
 
-    r = sub.add_parser("rules", help="write Prometheus alerting rules generated from the metric registry")
+    r = _subcommand(
+        sub,
+        "rules",
+        summary="write Prometheus alerting rules generated from the metric registry",
+        description="Write the Prometheus rule file: one alerting rule per judged metric, with the "
+        "registry's fair ranges or a config's overrides and alert settings.",
+        examples=["fairwatch rules -o rules.yml", "fairwatch rules --config fairwatch.yaml -o rules.yml"],
+    )
     r.add_argument("--config", help="use this config's fair-range overrides and alert settings")
     r.add_argument("--output", "-o", help="file to write (default: stdout)")
 
-    g = sub.add_parser(
+    g = _subcommand(
+        sub,
         "dashboard",
-        help="write the Grafana dashboard, or with --config one per model",
+        summary="write the Grafana dashboard, or with --config one per model",
         description="Without --config: the shipped dashboard (binary and ranking metrics). With --config: "
         "one dashboard per model, holding exactly the metrics it computes, written as "
-        "fairwatch-<model>.json into the --output directory (stdout for a config of one model). "
-        "Example: fairwatch dashboard --config fairwatch.yaml -o dashboards/",
+        "fairwatch-<model>.json into the --output directory (stdout for a config of one model).",
+        examples=[
+            "fairwatch dashboard -o dashboard.json",
+            "fairwatch dashboard --config fairwatch.yaml -o dashboards/",
+        ],
     )
     g.add_argument("--config", help="one dashboard per model of this config")
     g.add_argument("--output", "-o", help="file to write, with --config a directory (default: stdout)")
 
-    w = sub.add_parser(
+    w = _subcommand(
+        sub,
         "power",
-        help="how many rows and days each alert needs to detect a departure from its fair range",
+        summary="how many rows and days each alert needs to detect a departure from its fair range",
         description="From one evaluation at the observed traffic: per model, group and metric, the rows "
         "(and days) needed to detect a stated departure with the chosen power, and the smallest "
-        "departure each configured window detects. Example: fairwatch power --config fairwatch.yaml "
-        "--effect disparate_impact=0.7",
+        "departure each configured window detects.",
+        examples=["fairwatch power --config fairwatch.yaml --effect disparate_impact=0.7"],
     )
-    w.add_argument("--config", required=True)
-    w.add_argument("--model", action="append", help="only this model (repeatable)")
+    w.add_argument("--config", required=True, help=config_help)
+    w.add_argument("--model", action="append", help="only this model, repeatable (default: every model)")
     w.add_argument(
         "--effect",
         action="append",
         default=[],
         metavar="METRIC=VALUE",
-        help="the true value to detect (default: half the fair range's width beyond its bound)",
+        help="the true value to detect, repeatable (default: half the fair range's width beyond its bound)",
     )
-    w.add_argument(
-        "--power", type=float, default=0.9, help="the chance of detection to plan for (default 0.9)"
-    )
+    w.add_argument("--power", type=fraction, default=0.9, help="the chance of detection to plan for")
     w.add_argument("--at", type=_parse_time, help="plan from the windows ending at this time (default: now)")
-    w.add_argument("--format", choices=["table", "json"], default="table")
+    w.add_argument("--format", choices=["table", "json"], default="table", help="output format")
 
-    b = sub.add_parser(
+    b = _subcommand(
+        sub,
         "backfill",
-        help="evaluate history and write it as OpenMetrics for promtool tsdb create-blocks-from",
-        description="Evaluates every model at each step from --start to --end (inclusive), as the "
-        "service would have then, and writes the same series as /metrics with timestamps, for "
-        "`promtool tsdb create-blocks-from openmetrics FILE DATA_DIR`. Example: fairwatch backfill "
-        "--config fairwatch.yaml --start 2026-01-01 --end 2026-03-01 --step 1h --label job=fairwatch "
-        "--output history.om",
+        summary="evaluate history and write it as OpenMetrics for promtool tsdb create-blocks-from",
+        description="Evaluate every model at each step from --start to --end (inclusive), as the "
+        "service would have then, and write the same series as /metrics with timestamps, for "
+        "`promtool tsdb create-blocks-from openmetrics FILE DATA_DIR`.",
+        examples=[
+            "fairwatch backfill --config fairwatch.yaml --start 2026-01-01 --end 2026-03-01 --step 1h "
+            "--label job=fairwatch --output history.om"
+        ],
     )
-    b.add_argument("--config", required=True)
+    b.add_argument("--config", required=True, help=config_help)
     b.add_argument(
         "--start", type=_parse_time, required=True, help="first instant (ISO 8601 or epoch seconds)"
     )
     b.add_argument("--end", type=_parse_time, required=True, help="last instant, included if on a step")
-    b.add_argument("--step", default="1h", help="time between evaluations (default 1h; 90s, 15m, 1d)")
+    b.add_argument("--step", default="1h", help="time between evaluations (90s, 15m, 1h, 1d)")
     b.add_argument("--output", "-o", help="file to write (default: stdout)")
-    b.add_argument("--model", action="append", help="only this model (repeatable)")
+    b.add_argument("--model", action="append", help="only this model, repeatable (default: every model)")
     b.add_argument(
         "--label",
         action="append",
         default=[],
         metavar="NAME=VALUE",
-        help="add a label to every series (repeatable): the job and instance your Prometheus gives the "
+        help="add a label to every series, repeatable: the job and instance your Prometheus gives the "
         "live service, so that history and live values are one series",
     )
 
-    m = sub.add_parser("metrics", help="print the metric registry")
-    m.add_argument("--format", choices=["table", "json", "markdown"], default="table")
+    m = _subcommand(
+        sub,
+        "metrics",
+        summary="print the metric registry",
+        description="Print every metric fairwatch computes: its family, ideal value, default fair range, "
+        "interval method and meaning (docs/metrics.md is this command's markdown).",
+        examples=["fairwatch metrics", "fairwatch metrics --format json"],
+    )
+    m.add_argument("--format", choices=["table", "json", "markdown"], default="table", help="output format")
     return p
 
 
@@ -197,7 +306,12 @@ def _load_settings(path: str) -> Settings:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exc:  # --help, --version, or a bad argument argparse has explained
+        return exc.code if isinstance(exc.code, int) else 0
+    except BrokenPipeError:  # `fairwatch --help | head -1`
+        return stdout_closed()
     logging.basicConfig(
         level=getattr(logging, args.log_level), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
@@ -209,14 +323,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     console = Console(stderr=True)
     try:
         handler = _COMMANDS[args.command]
-        return handler(args, console)
+        status = handler(args, console)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
+        return status
     except ConfigError as exc:
         console.print(
-            f"[bold red]config error:[/] {escape(mask(str(exc), _SECRETS.secrets))}", highlight=False
+            f"[bold red]config error:[/] {escape(mask(str(exc), _SECRETS.secrets))}",
+            highlight=False,
+            soft_wrap=True,  # a path or key cut across lines is hard to copy
         )
         return 2
     except FairwatchError as exc:
-        console.print(f"[bold red]error:[/] {escape(mask(str(exc), _SECRETS.secrets))}", highlight=False)
+        console.print(
+            f"[bold red]error:[/] {escape(mask(str(exc), _SECRETS.secrets))}", highlight=False, soft_wrap=True
+        )
+        return 1
+    except BrokenPipeError:  # `fairwatch metrics | head`: the reader has all it wanted
+        return stdout_closed()
+    except OSError as exc:  # a file to write, a port to bind, a directory to create
+        where = f": {exc.filename}" if exc.filename else ""
+        console.print(
+            f"[bold red]error:[/] {escape(exc.strerror or str(exc))}{escape(where)}",
+            highlight=False,
+            soft_wrap=True,
+        )
         return 1
 
 
@@ -225,7 +355,26 @@ def _cmd_validate(args: argparse.Namespace, console: Console) -> int:
     settings = _load_settings(args.config)
     windows = sum(len(m.windows) for m in settings.models)
     console.print(f"[green]ok[/]: {args.config}: {len(settings.models)} model(s), {windows} window(s)")
-    return 0
+    if not args.connect:
+        return 0
+    from monitor.preflight import check_sources
+
+    status = 0
+    for check in check_sources(settings):
+        if check.skipped:
+            console.print(f"[yellow]not checked[/]: {check.where}: {escape(check.skipped)}", soft_wrap=True)
+        elif check.problems:
+            status = 1
+            for problem in check.problems:
+                console.print(
+                    f"[bold red]error[/]: {escape(mask(problem, _SECRETS.secrets))}", soft_wrap=True
+                )
+        else:
+            what = escape(mask(check.what, _SECRETS.secrets))
+            console.print(
+                f"[green]ok[/]: {check.where}: {what}, {len(check.columns)} column(s)", soft_wrap=True
+            )
+    return status
 
 
 def _cmd_run(args: argparse.Namespace, console: Console) -> int:
@@ -251,9 +400,7 @@ def _evaluate(
         args.end = datetime.now(UTC)
     status = console.status("evaluating", spinner="dots")
     evaluations = []
-    unknown = sorted(set(args.model or ()) - {m.name for m in settings.models})
-    if unknown:  # a typo must not turn `fairwatch check` into a passing gate
-        raise ConfigError(f"--model: no model named {', '.join(unknown)} in {args.config}")
+    _check_models(args.model, settings, args.config)  # a typo must not turn `check` into a passing gate
     if args.start is not None and args.end is not None and args.start >= args.end:
         raise ConfigError(f"--start {args.start.isoformat()} must be before --end {args.end.isoformat()}")
     with status:
@@ -271,18 +418,20 @@ def _evaluate(
 def _cmd_evaluate(args: argparse.Namespace, console: Console) -> int:
     from monitor.serialize import evaluation_rows
 
-    evaluations = _evaluate(args, console)
+    settings = _load_settings(args.config)
+    evaluations = _evaluate(args, console, settings=settings)
     rows = evaluation_rows(evaluations)
     if args.format == "json":
         json.dump(rows, sys.stdout, indent=1, allow_nan=False)
         sys.stdout.write("\n")
     else:
-        _print_table(evaluations, Console(), show_all=args.all)
+        min_samples = {m.name: m.min_samples for m in settings.models}
+        _print_table(evaluations, stdout_console(), min_samples=min_samples, show_all=args.all)
     if args.report:
         from monitor.report import build_report
 
         report = build_report(
-            _load_settings(args.config),
+            settings,
             at=(),
             models=[ev.model for ev in evaluations],
             evaluations={ev.model: [ev] for ev in evaluations},
@@ -305,7 +454,13 @@ def _fmt(x: float | None, digits: int = 3) -> str:
     return f"{x:.{digits}f}"
 
 
-def _print_table(evaluations: Sequence[ModelEvaluation], console: Console, *, show_all: bool = False) -> None:
+def _print_table(
+    evaluations: Sequence[ModelEvaluation],
+    console: Console,
+    *,
+    min_samples: Mapping[str, int],
+    show_all: bool = False,
+) -> None:
     for ev in evaluations:
         for w in ev.windows:
             title = (
@@ -313,8 +468,10 @@ def _print_table(evaluations: Sequence[ModelEvaluation], console: Console, *, sh
                 f"{w.n_rows:,} rows, label coverage {_fmt(w.label_coverage * 100, 1)}%"
             )
             table = Table(title=title, title_justify="left", header_style="bold")
-            for col in ("attribute", "group", "metric", "value", "95% interval", "fair range", "state", "n"):
-                table.add_column(col, justify="right" if col in ("value", "n") else "left")
+            for col in ("attribute", "group", "metric"):
+                name_column(table, col)
+            for col in ("value", "95% interval", "fair range", "state", "n"):
+                text_column(table, col, justify="right" if col in ("value", "n") else "left")
             for v in sorted(w.values, key=lambda v: (v.attribute, v.group, v.metric)):
                 informational = math.isinf(v.fair_min) and math.isinf(v.fair_max)
                 if informational and not show_all:
@@ -322,7 +479,6 @@ def _print_table(evaluations: Sequence[ModelEvaluation], console: Console, *, sh
                 style = _STATE_STYLE.get(v.state, "")
                 interval = f"[{_fmt(v.ci_lower)}, {_fmt(v.ci_upper)}]"
                 fair = f"[{_fmt(v.fair_min)}, {_fmt(v.fair_max)}]"
-                state = v.state if v.reason is None else f"{v.state} ({v.reason})"
                 table.add_row(
                     v.attribute,
                     v.group,
@@ -330,18 +486,18 @@ def _print_table(evaluations: Sequence[ModelEvaluation], console: Console, *, sh
                     _fmt(v.value),
                     interval,
                     fair,
-                    f"[{style}]{state}[/]",
+                    f"[{style}]{escape(state_text(v, min_samples.get(ev.model)))}[/]",
                     f"{int(v.n_group):,}",
                 )
-            console.print(table)
+            print_table(console, table)
             if w.model_values:
                 summary = ", ".join(
                     f"{m.metric}{'[' + m.attribute + ']' if m.attribute else ''}={_fmt(m.value)}"
                     for m in w.model_values
                 )
-                console.print(f"  model level: {summary}", highlight=False)
+                console.print(f"  model level: {summary}", highlight=False, soft_wrap=True)
         if ev.rejected:
-            console.print(f"  rejected rows: {dict(ev.rejected)}", highlight=False)
+            console.print(f"  rejected rows: {dict(ev.rejected)}", highlight=False, soft_wrap=True)
 
 
 def _cmd_demo(args: argparse.Namespace, console: Console) -> int:
@@ -369,14 +525,15 @@ def _cmd_metrics(args: argparse.Namespace, console: Console) -> int:
         sys.stdout.write(render_metrics_reference())
         return 0
     table = Table(title="fairwatch metrics", header_style="bold")
-    for col in ("metric", "family", "ideal", "fair range", "interval", "meaning"):
-        table.add_column(col)
+    name_column(table, "metric")
+    for col in ("family", "ideal", "fair range", "interval", "meaning"):
+        text_column(table, col)
     for m in REGISTRY.values():
         fair = "informational" if m.fair_range is None else m.fair_range.describe()
         table.add_row(
             m.name, m.family, "" if m.ideal is None else f"{m.ideal:g}", fair, m.interval, m.meaning
         )
-    Console().print(table)
+    print_table(stdout_console(), table)
     return 0
 
 
@@ -410,8 +567,6 @@ def _cmd_dashboard(args: argparse.Namespace, console: Console) -> int:
 def _cmd_power(args: argparse.Namespace, console: Console) -> int:
     from monitor.planning import parse_effects, plan_model, plans_as_rows, print_plans, with_planning_rates
 
-    if not 0 < args.power < 1:
-        raise ConfigError(f"--power must lie between 0 and 1, got {args.power}")
     departures = parse_effects(args.effect)
     settings = _load_settings(args.config)
     args.start = args.end = None
@@ -430,17 +585,26 @@ def _cmd_power(args: argparse.Namespace, console: Console) -> int:
         json.dump(plans_as_rows(plans), sys.stdout, indent=1, allow_nan=False)
         sys.stdout.write("\n")
     else:
-        # piped: wide enough that names are never cut (a terminal keeps its own width)
-        print_plans(plans, Console(width=None if sys.stdout.isatty() else 200), power=args.power)
+        print_plans(plans, stdout_console(), power=args.power)
     return 0
+
+
+def _check_models(wanted: Sequence[str] | None, settings: Settings, path: str) -> None:
+    """``--model`` names only models of the config (else the error says which, and what was meant)."""
+    names = [m.name for m in settings.models]
+    unknown = sorted(set(wanted or ()) - set(names))
+    if unknown:
+        hints = "".join(did_you_mean(name, names) for name in unknown)
+        raise ConfigError(
+            f"--model: no model named {', '.join(unknown)} in {path}{hints}; its models are: {', '.join(names)}"
+        )
 
 
 def _cmd_report(args: argparse.Namespace, console: Console) -> int:
     from monitor.report import build_report, instants
 
     settings = _load_settings(args.config)
-    if unknown := sorted(set(args.model or ()) - {m.name for m in settings.models}):
-        raise ConfigError(f"--model: no model named {', '.join(unknown)} in {args.config}")
+    _check_models(args.model, settings, args.config)
     end = args.end or datetime.now(UTC)
     if args.start is not None and args.start >= end:
         raise ConfigError(f"--start {args.start.isoformat()} must be before --end {end.isoformat()}")
@@ -473,8 +637,10 @@ def _cmd_backfill(args: argparse.Namespace, console: Console) -> int:
     except ValueError as exc:
         raise ConfigError(f"--step: {exc}") from None
     labels = parse_labels(args.label)
+    settings = _load_settings(args.config)
+    _check_models(args.model, settings, args.config)
     result = run_backfill(
-        _load_settings(args.config),
+        settings,
         start=args.start,
         end=args.end,
         step=step,

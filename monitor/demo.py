@@ -1,108 +1,63 @@
-"""``fairwatch demo``: a toxicity model drifting into bias, monitored live within a minute.
+"""``fairwatch demo``: a toxicity model drifting into bias, monitored live until Ctrl-C.
 
-The demo writes a synthetic Jigsaw-style prediction log to a SQLite file: comments with
-the nine identity columns, a toxicity score, and labels that arrive 30 minutes after the
-prediction in their own table. An hour after the start the model begins to score
-non-toxic comments that mention one identity (``muslim``) as more toxic - the failure
-mode of Borkan et al. - and five hours later the bias is fixed. The service runs on that
-log with time accelerated (default: 10 simulated minutes per real second), so a user sees
-the metrics on ``/metrics``, the alert go pending, fire, and resolve.
+The demo writes a synthetic Jigsaw-style prediction log to a SQLite file
+(:mod:`monitor.demo_log`): an hour after the start the model begins to score non-toxic
+comments that mention one identity (``muslim``) as more toxic - the failure mode of Borkan
+et al. - five hours later the bias is fixed, and the story repeats every 12 hours. The
+service runs on that log with time accelerated (default: 10 simulated minutes per real
+second) while the log keeps growing ahead of the clock, so a user sees the metrics on
+``/metrics``, the alert go pending, fire, and resolve, again and again.
+
+The demo evaluates at its own pace (:class:`~monitor.pacer.Pacer`), and its log lines and
+library warnings go to ``demo.log`` beside the config: the terminal shows only the live
+table, whose footer counts skipped ticks and warnings.
 """
 
 from __future__ import annotations
 
 import logging
-import sqlite3
+import os
+import socket
 import time
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
 from rich.console import Console
 from rich.live import Live
+from rich.markup import escape
 from rich.table import Table
 
-__all__ = ["DemoLog", "run_demo", "write_demo_config", "write_demo_log"]
+from monitor.demo_log import BIASED, IDENTITIES, PREVALENCE, DemoLog, GrowingLog, write_demo_log
+from monitor.errors import FairwatchError
+from monitor.pacer import Pacer
+from monitor.terminal import name_column, print_table, state_text, stdout_console, text_column
 
-IDENTITIES = [
-    "male",
-    "female",
-    "homosexual_gay_or_lesbian",
-    "christian",
-    "jewish",
-    "muslim",
-    "black",
-    "white",
-    "psychiatric_or_mental_illness",
+if TYPE_CHECKING:
+    from monitor.app import App
+    from monitor.clock import Clock
+
+__all__ = [
+    "BIASED",
+    "IDENTITIES",
+    "PREVALENCE",
+    "STORY",
+    "DemoLog",
+    "run_demo",
+    "write_demo_config",
+    "write_demo_log",
 ]
-PREVALENCE = [0.06, 0.07, 0.03, 0.05, 0.02, 0.06, 0.03, 0.04, 0.02]
-BIASED = "muslim"
 
-
-@dataclass(frozen=True)
-class DemoLog:
-    path: Path
-    start: datetime  # simulated time at which the service starts
-    bias_start: datetime
-    bias_end: datetime
-
-
-def write_demo_log(
-    path: Path,
-    *,
-    start: datetime,
-    history: timedelta = timedelta(hours=3),
-    future: timedelta = timedelta(hours=12),
-    rows_per_hour: int = 6000,
-    bias_after: timedelta = timedelta(hours=1),
-    bias_for: timedelta = timedelta(hours=5),
-    label_delay: timedelta = timedelta(minutes=30),
-    seed: int = 7,
-) -> DemoLog:
-    """Write ``predictions`` and ``labels`` tables covering ``[start - history, start + future)``."""
-    rng = np.random.default_rng(seed)
-    span = history + future
-    n = int(rows_per_hour * span.total_seconds() / 3600)
-    offsets = np.sort(rng.uniform(0, span.total_seconds(), n))
-    ts = pd.Timestamp(start - history) + pd.to_timedelta(offsets, unit="s")
-    toxic = rng.random(n) < 0.08
-    ident = {name: rng.random(n) < p for name, p in zip(IDENTITIES, PREVALENCE, strict=True)}
-    logit = -2.2 + 3.6 * toxic + rng.normal(0, 1.0, n)
-    bias_start, bias_end = start + bias_after, start + bias_after + bias_for
-    t = ts.to_pydatetime()
-    biased_time = (ts >= pd.Timestamp(bias_start)) & (ts < pd.Timestamp(bias_end))
-    logit += 2.2 * (ident[BIASED] & ~toxic & np.asarray(biased_time))
-    score = np.round(1 / (1 + np.exp(-logit)), 3)  # rounded scores: ties, as real models log
-    # a second, multiclass model acts on the score: allow / review / remove
-    action = np.where(score >= 0.7, "remove", np.where(score >= 0.4, "review", "allow"))
-    # Identity columns are annotator fractions, NaN where a comment was not annotated (Jigsaw).
-    frame = pd.DataFrame(
-        {"id": np.arange(n), "ts": [x.isoformat() for x in t], "score": score, "action": action}
-    )
-    annotated = rng.random(n) < 0.6
-    for name in IDENTITIES:
-        frac = np.where(
-            ident[name], rng.uniform(0.5, 1.0, n), rng.uniform(0.0, 0.3, n) * (rng.random(n) < 0.2)
-        )
-        frame[name] = np.where(annotated | ident[name], np.round(frac, 2), np.nan)
-    labels = pd.DataFrame(
-        {
-            "id": np.arange(n),
-            "label": toxic.astype(int),
-            "labeled_at": [(x + label_delay).isoformat() for x in t],
-        }
-    )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.exists():
-        path.unlink()
-    with sqlite3.connect(path) as conn:
-        frame.to_sql("predictions", conn, index=False)
-        labels.to_sql("labels", conn, index=False)
-        conn.execute("CREATE INDEX predictions_ts ON predictions (ts)")
-        conn.execute("CREATE INDEX labels_at ON labels (labeled_at)")
-    return DemoLog(path, start, bias_start, bias_end)
+#: The story's length: fair for an hour, biased for five, fair again, then from the start.
+STORY = timedelta(hours=12)
+# rows are written this far ahead of the simulated clock, and kept this long behind it: the 3h
+# window, the 30m label delay and an hour's sealed pane fit in it
+_LEAD = timedelta(hours=2)
+_KEEP = timedelta(hours=6)
+_SHOWN = ("bpsn_auc", "negative_aeg", "statistical_parity_difference", "multiclass_statistical_parity")
 
 
 def write_demo_config(directory: Path, *, port: int, host: str = "127.0.0.1") -> Path:
@@ -153,91 +108,200 @@ server: {{host: "{host}", port: {port}}}
     return path
 
 
-def _status_table(app: object, now: datetime) -> Table:
-    from monitor.app import App
+class _WarningCount(logging.Handler):
+    """Counts what the terminal would have shown: warnings and errors, save fairwatch's own alert
+    notices (the table shows those)."""
 
-    assert isinstance(app, App)
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.count = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.name != "fairwatch" or record.levelno >= logging.ERROR:
+            self.count += 1
+
+
+@contextmanager
+def _logging_to(path: Path) -> Iterator[_WarningCount]:
+    """Send every log record and Python warning to ``path`` instead of the terminal; count warnings."""
+    root = logging.getLogger()
+    kept = (root.handlers[:], root.level)
+    counter = _WarningCount()
+    to_file = logging.FileHandler(path, encoding="utf-8")
+    to_file.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root.handlers[:] = [to_file, counter]
+    root.setLevel(min(root.level, logging.INFO) if root.level else logging.INFO)
+    logging.captureWarnings(True)
+    try:
+        yield counter
+    finally:
+        logging.captureWarnings(False)
+        root.handlers[:], _ = kept
+        root.setLevel(kept[1])
+        to_file.close()
+
+
+def _fmt(x: float) -> str:
+    return "NaN" if x != x else f"{x:.3f}"
+
+
+def _status_table(app: App, now: datetime, *, footer: str) -> Table:
     snap = app.monitor.snapshot()
-    table = Table(title=f"fairwatch demo - simulated time {now:%Y-%m-%d %H:%M} UTC", title_justify="left")
-    for col in ("model", "window", "group", "metric", "value", "fair range", "state"):
-        table.add_column(col)
-    shown = ("bpsn_auc", "negative_aeg", "statistical_parity_difference", "multiclass_statistical_parity")
+    min_samples = {m.name: m.min_samples for m in app.settings.models}
+    table = Table(
+        title=f"fairwatch demo - simulated time {now:%Y-%m-%d %H:%M} UTC",
+        title_justify="left",
+        caption_justify="left",
+    )
+    for col in ("model", "window", "group", "metric"):
+        name_column(table, col)
+    for col in ("value", "fair range", "state"):
+        text_column(table, col)
     for status in snap.models.values():
         ev = status.last_evaluation
         if ev is None:
             continue
         for w in ev.windows:
             for v in w.values:
-                if v.group != BIASED or v.metric not in shown:
+                if v.group != BIASED or v.metric not in _SHOWN:
                     continue
                 style = {"violation": "bold red", "inconclusive": "yellow", "ok": "green"}.get(v.state, "dim")
-                fair = f"[{v.fair_min:.3f}, {v.fair_max:.3f}]"
+                fair = f"[{_fmt(v.fair_min)}, {_fmt(v.fair_max)}]"
+                state = escape(state_text(v, min_samples.get(ev.model)))
                 table.add_row(
-                    ev.model, w.window, v.group, v.metric, f"{v.value:.3f}", fair, f"[{style}]{v.state}[/]"
+                    ev.model, w.window, v.group, v.metric, _fmt(v.value), fair, f"[{style}]{state}[/]"
                 )
-    alerts = ", ".join(f"{a.labels['metric']}/{a.labels['window']}: {a.state}" for a in snap.alerts) or "none"
-    table.caption = f"alerts: {alerts}"
+    states = Counter(a.state for a in snap.alerts)
+    alerts = ", ".join(f"{n} {state}" for state, n in sorted(states.items())) or "none"
+    table.caption = f"alerts: {alerts}\n{footer}"
     return table
 
 
 def run_demo(*, host: str, port: int, directory: str, duration: float, speed: float, console: Console) -> int:
-    """Write the log and config, run the service on accelerated time, print a live summary."""
+    """Write the log and config, run the service on accelerated time until ``duration`` real seconds
+    have passed (0: until Ctrl-C), print a live summary."""
     from monitor.app import build_app
     from monitor.clock import AcceleratedClock
     from monitor.config import load_settings
 
+    _check_port(host, port)
     base = Path(directory).resolve()
     start = datetime.now(UTC).replace(microsecond=0)
     with console.status("writing the synthetic prediction log"):
-        log = write_demo_log(base / "predictions.db", start=start)
+        log = write_demo_log(base / "predictions.db", start=start, future=_LEAD, repeat=STORY)
+    growing = GrowingLog(log, lead=_LEAD, keep=_KEEP)
     config = write_demo_config(base, port=port, host=host)
     settings = load_settings(config)
     clock = AcceleratedClock(start, speed)
     app = build_app(settings, clock=clock)
-    # the live table below shows every alert transition; log lines would only scroll it away
-    logging.getLogger("fairwatch").setLevel(logging.ERROR)
-    app.start()
-    assert app.server is not None
-    console.print(f"[bold]fairwatch demo[/] - log {log.path}, config {config}")
-    console.print(
-        f"  metrics  {app.server.url}/metrics\n  results  {app.server.url}/api/v1/results\n"
-        f"  home     {app.server.url}/"
+    pacer = Pacer(
+        app.monitor.run_model,
+        {m.name: m.interval.total_seconds() for m in settings.models},
+        before=lambda: growing.advance(clock.now()),  # between evaluations: see GrowingLog
     )
-    console.print(
-        f"  bias against '{BIASED}' starts at simulated {log.bias_start:%H:%M} and ends at "
-        f"{log.bias_end:%H:%M}; one real second is {speed / 60:g} simulated minutes"
-    )
+    log_file = base / "demo.log"
+    with _logging_to(log_file) as warnings:
+        app.start(schedule=False)
+        assert app.server is not None
+        pacer.start()
+        console.print(f"[bold]fairwatch demo[/] - log {log.path}, config {config}", soft_wrap=True)
+        console.print(
+            f"  metrics  {app.server.url}/metrics\n  results  {app.server.url}/api/v1/results\n"
+            f"  home     {app.server.url}/",
+            soft_wrap=True,
+        )
+        console.print(
+            f"  bias against '{BIASED}' from simulated {log.bias_start:%H:%M} to {log.bias_end:%H:%M}, again "
+            f"every {STORY.total_seconds() / 3600:g} hours; one real second is {speed / 60:g} simulated "
+            f"minutes; {'Ctrl-C stops' if duration == 0 else f'stops after {duration:g} s'}",
+            soft_wrap=True,
+        )
+
+        def footer() -> str:
+            noted = f" ({warnings.count} warning(s) or error(s))" if warnings.count else ""
+            return f"{pacer.summary()}\nlog: {log_file}{noted}"
+
+        fired: set[tuple[str, str]] = set()
+        try:
+            _watch(app, clock, fired, footer=footer, duration=duration)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            pacer.stop()
+            app.stop()
+    names = ", ".join(f"{m} ({w})" for m, w in sorted(fired)) or "none"
+    console.print(f"demo finished: {len(fired)} alert(s) fired: {names}", soft_wrap=True)
+    console.print(f"  {footer()}", soft_wrap=True, highlight=False)
+    console.print(f"run it again without acceleration: fairwatch run --config {config}", soft_wrap=True)
+    return 0
+
+
+def _check_port(host: str, port: int) -> None:
+    """A busy port is said before the log is written, in one line."""
+    try:
+        with socket.create_server((host, port)):
+            pass
+    except OSError as exc:
+        raise FairwatchError(
+            f"cannot serve on {host}:{port}: {os.strerror(exc.errno) if exc.errno else exc} "
+            "(choose another --port)"
+        ) from exc
+
+
+def _watch(
+    app: App,
+    clock: Clock,
+    fired: set[tuple[str, str]],
+    *,
+    footer: Callable[[], str],
+    duration: float,
+) -> None:
+    """Show the table until ``duration`` (0: forever): live in a terminal, and
+    into a pipe once per simulated hour, with a line for every alert's change."""
+    out = stdout_console()
     seen: dict[tuple[str, str], str] = {}
     t_end = time.monotonic() + duration if duration > 0 else float("inf")
-    out = Console()
+    live = Live(console=out, refresh_per_second=2, transient=False) if out.is_terminal else None
+    printed_hour = None
+    if live is not None:
+        live.start()
     try:
-        with Live(
-            _status_table(app, clock.now()), console=out, refresh_per_second=2, transient=False
-        ) as live:
-            while time.monotonic() < t_end:
-                time.sleep(0.5)
-                live.update(_status_table(app, clock.now()))
-                current = {(a.labels["metric"], a.labels["window"]): a for a in app.monitor.snapshot().alerts}
-                for key, a in current.items():
-                    if seen.get(key) != a.state:
-                        seen[key] = a.state
-                        live.console.print(
-                            f"[bold]{clock.now():%H:%M}[/] alert {a.labels['metric']} "
-                            f"({a.labels['group']}, {a.labels['window']}) is [red]{a.state}[/]"
-                        )
-                for key in [k for k, state in seen.items() if state == "firing" and k not in current]:
-                    seen[key] = "resolved"
-                    live.console.print(
-                        f"[bold]{clock.now():%H:%M}[/] alert {key[0]} ({BIASED}, {key[1]}) "
-                        "is [green]resolved[/]"
-                    )
-    except KeyboardInterrupt:
-        pass
+        while time.monotonic() < t_end:
+            now = clock.now()
+            table = _status_table(app, now, footer=footer())
+            if live is not None:
+                live.update(table)
+            elif now.replace(minute=0, second=0, microsecond=0) != printed_hour:
+                printed_hour = now.replace(minute=0, second=0, microsecond=0)
+                print_table(out, table)
+            for line in _alert_changes(app, now, seen, fired):
+                (live.console if live is not None else out).print(line, highlight=False, soft_wrap=True)
+            time.sleep(0.5)
+        if live is None:
+            print_table(out, _status_table(app, clock.now(), footer=footer()))
     finally:
-        app.stop()
-    fired = sorted({k for k, v in seen.items() if v in ("firing", "resolved")})
-    console.print(
-        f"demo finished: {len(fired)} alert(s) fired: {', '.join(f'{m} ({w})' for m, w in fired) or 'none'}"
-    )
-    console.print(f"run it again without acceleration: fairwatch run --config {config}")
-    return 0
+        if live is not None:
+            live.stop()
+
+
+def _alert_changes(
+    app: App, now: datetime, seen: dict[tuple[str, str], str], fired: set[tuple[str, str]]
+) -> list[str]:
+    """A line for each alert that changed state since the last call."""
+    lines = []
+    current = {(a.labels["metric"], a.labels["window"]): a for a in app.monitor.snapshot().alerts}
+    for key, a in current.items():
+        if seen.get(key) != a.state:
+            seen[key] = a.state
+            if a.state == "firing":
+                fired.add(key)
+            lines.append(
+                f"[bold]{now:%H:%M}[/] alert {a.labels['metric']} ({a.labels['group']}, {a.labels['window']}) "
+                f"is [red]{a.state}[/]"
+            )
+    for key in [k for k, state in seen.items() if state != "resolved" and k not in current]:
+        was = seen[key]
+        seen[key] = "resolved"
+        if was == "firing":
+            lines.append(f"[bold]{now:%H:%M}[/] alert {key[0]} ({BIASED}, {key[1]}) is [green]resolved[/]")
+    return lines

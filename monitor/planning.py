@@ -30,6 +30,7 @@ from metrics_core.stats.power import Plan, detectable, rows_needed
 from monitor.config import ModelConfig, Settings
 from monitor.errors import ConfigError
 from monitor.results import ModelEvaluation, WindowResult
+from monitor.terminal import name_column, print_table, text_column
 
 __all__ = [
     "PlanRow",
@@ -304,24 +305,12 @@ def print_plans(plans: Sequence[PlanRow], console: Console, *, power: float) -> 
             title_justify="left",
             header_style="bold",
         )
-        for col in (
-            "attribute",
-            "group",
-            "metric",
-            "now",
-            "bound",
-            "detect",
-            "rows needed",
-            "rows now",
-            "days",
-        ):
-            table.add_column(
-                col,
-                justify="right" if col not in ("attribute", "group", "metric") else "left",
-                overflow="fold",
-            )
+        for col in ("attribute", "group", "metric"):
+            name_column(table, col)
+        for col in ("now", "bound", "detect", "rows needed", "rows now", "days"):
+            text_column(table, col, justify="right")
         for w in windows:
-            table.add_column(f"detectable in {w}", justify="right")
+            text_column(table, f"detectable in {w}", justify="right")
         for p in rows:
             table.add_row(
                 p.attribute,
@@ -335,7 +324,7 @@ def print_plans(plans: Sequence[PlanRow], console: Console, *, power: float) -> 
                 _fmt_days(p.days),
                 *(("-" if math.isnan(p.detectable[w]) else f"{p.detectable[w]:.3g}") for w in windows),
             )
-        console.print(table)
+        print_table(console, table)
         notes = sorted({p.note for p in rows if p.note})
         for note in notes:
-            console.print(f"  note: {note}", highlight=False)
+            console.print(f"  note: {note}", highlight=False, soft_wrap=True)

@@ -16,9 +16,12 @@ from typing import Any
 
 import yaml
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
+from monitor.config.keys import keys_at
 from monitor.config.schema import Settings, SourceConfig
 from monitor.errors import ConfigError
+from monitor.suggest import did_you_mean
 
 #: A config larger than this is refused (the biggest real ones are a few KB).
 MAX_CONFIG_BYTES = 1 << 20
@@ -60,12 +63,16 @@ def _dotted(path: tuple[str | int, ...]) -> str:
     return out or "(top level)"
 
 
-def _line_of(node: yaml.Node | None, path: tuple[str | int, ...]) -> int | None:
-    """1-based line of the deepest node of ``path`` found in the composed YAML."""
+def _line_of(node: yaml.Node | None, path: tuple[str | int, ...], *, key: bool = False) -> int | None:
+    """1-based line of the deepest node of ``path`` found in the composed YAML (with ``key``: of the
+    last key itself, not of its value, which may start on the next line)."""
     line = None if node is None else node.start_mark.line + 1
-    for part in path:
+    for i, part in enumerate(path):
         if isinstance(node, yaml.MappingNode):
-            nxt = next((v for k, v in node.value if getattr(k, "value", None) == part), None)
+            pair = next(((k, v) for k, v in node.value if getattr(k, "value", None) == part), None)
+            if key and pair is not None and i == len(path) - 1:
+                return int(pair[0].start_mark.line) + 1
+            nxt = None if pair is None else pair[1]
         elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
             nxt = node.value[part]
         else:
@@ -89,11 +96,25 @@ def settings_from_dict(
         lines = []
         for err in exc.errors():
             path = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
-            line = _line_of(_node, path)
+            line = _line_of(_node, path, key=err["type"] == "extra_forbidden")
             where = f"{_file}:{line}: " if _file and line else (f"line {line}: " if line else "")
-            msg = err["msg"].removeprefix("Value error, ")
-            lines.append(f"{where}{_dotted(path)}: {msg}")
+            lines.append(f"{where}{_dotted(path)}: {_message(err, path)}")
         raise ConfigError("invalid config:\n  " + "\n  ".join(lines)) from None
+
+
+def _message(err: ErrorDetails, path: tuple[str | int, ...]) -> str:
+    """pydantic's message, said as a config's reader needs it: an unknown key with the key it
+    most likely meant, a missing key as missing."""
+    if err["type"] == "extra_forbidden" and path:
+        known = keys_at(Settings, path[:-1])
+        key = str(path[-1])
+        if known:
+            hint = did_you_mean(key, known) or f"; the keys here are: {', '.join(known)}"
+            return f"unknown key `{key}`{hint}"
+        return f"unknown key `{key}`"
+    if err["type"] == "missing":
+        return "a required key is missing"
+    return err["msg"].removeprefix("Value error, ")
 
 
 def load_settings(path: str | Path, *, environ: dict[str, str] | None = None) -> Settings:
@@ -109,11 +130,27 @@ def load_settings(path: str | Path, *, environ: dict[str, str] | None = None) ->
     try:
         node = yaml.compose(_named_stream(text, p), Loader=yaml.SafeLoader)
         _check_expansion(node, p)
-        data = yaml.safe_load(text)
+        data = yaml.safe_load(_named_stream(text, p))
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{p}: not valid YAML: {exc}") from exc
+        raise ConfigError(_yaml_error(exc, p, text)) from exc
     settings = settings_from_dict(data, environ=environ, _node=node, _file=str(p))
     return _resolve_relative_paths(settings, p.parent)
+
+
+def _yaml_error(exc: yaml.YAMLError, path: Path, text: str) -> str:
+    """``file:line: not valid YAML: problem``, the offending line and a caret under the column."""
+    mark = getattr(exc, "problem_mark", None)
+    if not isinstance(exc, yaml.MarkedYAMLError) or mark is None:
+        return f"{path}: not valid YAML: {exc}"
+    line, column = mark.line + 1, mark.column + 1
+    message = f"{path}:{line}: not valid YAML (line {line}, column {column}): {exc.problem}"
+    context = exc.context_mark
+    if exc.context and context is not None and context.line != mark.line:
+        message += f", {exc.context} at line {context.line + 1}"
+    lines = text.splitlines()
+    if mark.line < len(lines):
+        message += f"\n    {lines[mark.line]}\n    {' ' * mark.column}^"
+    return message
 
 
 def _named_stream(text: str, path: Path) -> io.StringIO:

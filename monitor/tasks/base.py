@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 import metrics_core as mc
 from metrics_core.engine.adjust import Adjustment
 from metrics_core.stats.contrasts import Method
+from monitor.suggest import did_you_mean
 
 if TYPE_CHECKING:
     from monitor.config import ColumnsConfig, ModelConfig
@@ -213,8 +214,9 @@ class Task:
         allowed = sorted(self.options.model_fields)
         unknown = sorted(set(raw) - set(allowed))
         if unknown:
+            hints = "".join(did_you_mean(key, allowed) for key in unknown)
             raise ValueError(
-                f"options {unknown} are not options of task {self.name}; "
+                f"options {unknown} are not options of task {self.name}{hints}; "
                 f"its options are: {', '.join(allowed) or 'none'}"
             )
         try:

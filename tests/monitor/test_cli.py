@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from contextlib import nullcontext
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -115,5 +114,4 @@ def test_check_refuses_an_unknown_model(demo: Path, capsys: pytest.CaptureFixtur
 
 @pytest.mark.parametrize("args", [["--start", "2026-11-02", "--end", "2026-11-01"], ["--start", "inf"]])
 def test_bad_time_range_is_an_error_not_a_traceback(demo: Path, args: list[str]) -> None:
-    with pytest.raises(SystemExit) if args == ["--start", "inf"] else nullcontext():
-        assert main(["evaluate", "--config", str(demo), *args]) == 2
+    assert main(["evaluate", "--config", str(demo), *args]) == 2

@@ -123,7 +123,7 @@ def test_the_plan_is_the_library_plan_on_the_evaluated_window(
         (["--effect", "nope=0.7"], "unknown metric 'nope'"),
         (["--effect", "disparate_impact"], "write METRIC=VALUE"),
         (["--effect", "negative_aeg=0.2"], "cannot be planned"),
-        (["--power", "1.5"], "--power must lie between 0 and 1"),
+        (["--power", "1.5"], "argument --power: must lie between 0 and 1"),
     ],
 )
 def test_bad_arguments_name_themselves(

@@ -1,0 +1,180 @@
+"""``fairwatch validate --connect``: the tables, files and columns a config names exist, or each
+missing one is named with its config key and the name meant."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import sqlalchemy as sa
+
+from monitor.cli import main
+from monitor.demo import write_demo_config, write_demo_log
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("demo")
+    write_demo_log(d / "predictions.db", start=datetime(2026, 11, 1, tzinfo=UTC), rows_per_hour=50)
+    return write_demo_config(d, port=0)
+
+
+def _validate(config: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str]]:
+    status = main(["validate", "--config", str(config), "--connect"])
+    return status, " ".join(capsys.readouterr().err.split()).replace(" error: ", "\nerror: ").splitlines()
+
+
+def test_the_demo_config_connects(demo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status, lines = _validate(demo, capsys)
+    assert status == 0
+    text = " ".join(lines)
+    # the demo's table has id, ts, score, action and the nine identity columns; its labels id, label, labeled_at
+    assert "ok: models[0].source: table 'predictions' in sqlite:///" in text and "13 column(s)" in text
+    assert "ok: models[0].labels.source: table 'labels'" in text and "3 column(s)" in text
+
+
+def test_missing_tables_and_columns_are_named_with_their_keys(
+    demo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = demo.read_text()
+    for old, new in [
+        ("score: score,", "score: scroe,"),
+        ("jewish, ", "jewsh, "),
+        ("table: labels}", "table: label}"),
+        (
+            "table: predictions}\n    columns: {id: id, timestamp: ts, prediction: action",
+            "table: predictons}\n    columns: {id: id, timestamp: ts, prediction: action",
+        ),
+    ]:
+        assert old in text
+        text = text.replace(old, new)
+    bad = tmp_path / "config.yaml"
+    bad.write_text(text.replace("sqlite:///predictions.db", f"sqlite:///{demo.parent / 'predictions.db'}"))
+    status, lines = _validate(bad, capsys)
+    assert status == 1
+    errors = sorted(line for line in lines if line.startswith("error:"))
+    db = f"sqlite:///{demo.parent / 'predictions.db'}"
+    assert errors == sorted(
+        [
+            f"error: models[0].columns.score: no column `scroe` in table 'predictions' in {db} (did you mean `score`?)",
+            f"error: models[0].groups[0].columns[4]: no column `jewsh` in table 'predictions' in {db} "
+            "(did you mean `jewish`?)",
+            f"error: models[0].labels.source.table: no table or view 'label' in {db} (did you mean `labels`?)",
+            f"error: models[1].source.table: no table or view 'predictons' in {db} (did you mean `predictions`?)",
+        ]
+    )
+
+
+def test_a_missing_sqlite_file_is_reported_not_created(
+    demo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text(demo.read_text())  # sqlite:///predictions.db, relative to this directory: none here
+    status, lines = _validate(config, capsys)
+    assert status == 1
+    assert any(
+        f"the SQLite database file {tmp_path / 'predictions.db'} does not exist" in line for line in lines
+    )
+    assert not (tmp_path / "predictions.db").exists()
+
+
+FILES_CONFIG = """\
+models:
+  - name: m
+    source: {{kind: files, path: "{path}"}}
+    columns: {{id: id, timestamp: ts, score: score, label: label}}
+    groups: [{{attribute: race, kind: categorical, column: race}}]
+"""
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv", "parquet"])
+def test_files_sources_glob_and_columns(tmp_path: Path, fmt: str, capsys: pytest.CaptureFixture[str]) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    frame = pd.DataFrame(
+        {
+            "id": [1, 2],
+            "ts": ["2026-11-01T00:00:00Z"] * 2,
+            "score": [0.2, 0.9],
+            "lable": [0, 1],
+            "race": ["a", "b"],
+        }
+    )
+    path = logs / f"predictions-1.{fmt}"
+    if fmt == "jsonl":
+        path.write_text("".join(json.dumps(r) + "\n" for r in frame.to_dict("records")) + '{"torn": ')
+    elif fmt == "csv":
+        frame.to_csv(path, index=False)
+    else:
+        frame.to_parquet(path)
+    config = tmp_path / "config.yaml"
+    config.write_text(FILES_CONFIG.format(path=f"logs/predictions-*.{fmt}"))
+    status, lines = _validate(config, capsys)
+    assert status == 1
+    assert [line for line in lines if line.startswith("error:")] == [
+        f"error: models[0].columns.label: no column `label` in {path} (1 file(s) match) (did you mean `lable`?)"
+    ]
+    config.write_text(FILES_CONFIG.format(path=f"logs/nothing-*.{fmt}"))
+    status, lines = _validate(config, capsys)
+    assert status == 1 and f"error: models[0].source.path: no file matches {logs}/nothing-*.{fmt}" in lines
+
+
+def test_postgresql_schema_tables_and_queries(
+    postgres_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    schema, table = f"fw_{uuid.uuid4().hex[:8]}", "predictions"
+    engine = sa.create_engine(postgres_url)
+    with engine.begin() as conn:
+        conn.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
+        conn.execute(
+            sa.text(
+                f'CREATE TABLE "{schema}".{table} (id int, ts timestamptz, score float8, label int, race text)'
+            )
+        )
+    try:
+        config = tmp_path / "config.yaml"
+        base = FILES_CONFIG.replace('{{kind: files, path: "{path}"}}', "{{kind: sql, url: '{url}', {where}}}")
+        config.write_text(base.format(url=postgres_url, where=f"schema: {schema}, table: {table}"))
+        status, lines = _validate(config, capsys)
+        assert status == 0, lines
+        assert any(
+            f"ok: models[0].source: table '{schema}.{table}'" in line and "5 column(s)" in line
+            for line in lines
+        )
+        query = f'"SELECT id, ts, score, race AS ethnicity FROM \\"{schema}\\".{table} WHERE ts >= :start AND ts < :end"'
+        config.write_text(base.format(url=postgres_url, where=f"query: {query}"))
+        status, lines = _validate(config, capsys)
+        assert status == 1
+        errors = [line for line in lines if line.startswith("error:")]
+        assert len(errors) == 2
+        assert errors[0].startswith(
+            "error: models[0].columns.label: no column `label` in the query's result on "
+        )
+        assert errors[1].startswith(
+            "error: models[0].groups[0].column: no column `race` in the query's result on "
+        )
+    finally:
+        with engine.begin() as conn:
+            conn.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
+        engine.dispose()
+
+
+def test_sqlite_views_count_as_tables(demo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "v.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE t (id, ts, score, label, race)")
+        conn.execute("CREATE VIEW recent AS SELECT * FROM t")
+    conn.close()
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        FILES_CONFIG.replace(
+            '{{kind: files, path: "{path}"}}', "{{kind: sql, url: 'sqlite:///v.db', table: recent}}"
+        ).format()
+    )
+    status, lines = _validate(config, capsys)
+    assert status == 0, lines
