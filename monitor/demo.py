@@ -206,8 +206,8 @@ def run_demo(*, host: str, port: int, directory: str, duration: float, speed: fl
         pacer.start()
         console.print(f"[bold]fairwatch demo[/] - log {log.path}, config {config}", soft_wrap=True)
         console.print(
-            f"  metrics  {app.server.url}/metrics\n  results  {app.server.url}/api/v1/results\n"
-            f"  home     {app.server.url}/",
+            f"  live view  {app.server.url}/  (values, charts, alerts; open it in a browser)\n"
+            f"  metrics    {app.server.url}/metrics\n  results    {app.server.url}/api/v1/results",
             soft_wrap=True,
         )
         console.print(

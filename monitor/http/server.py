@@ -100,6 +100,7 @@ class _PooledWSGIServer(WSGIServer):
         self._pending: queue.Queue[tuple[Any, Any] | None] = queue.Queue(self.max_queued)
         self.rejected = 0  # connections answered 503 because every worker was busy
         self._last_busy_log = -math.inf
+        self._workers: list[threading.Thread] = []  # server_close runs inside __init__ when the bind fails
         super().__init__(*args, **kwargs)
         self._workers = [
             threading.Thread(target=self._work, name=f"fairwatch-http-{i}", daemon=True)

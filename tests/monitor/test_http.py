@@ -17,6 +17,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
 from prometheus_client.parser import text_string_to_metric_families as parse_text
 
+from monitor.errors import ConfigError
 from monitor.exporter import SnapshotCollector
 from monitor.http import MetricsEndpoint, ServerHandle, make_app, redact, serve
 from monitor.snapshot import Snapshot
@@ -121,6 +122,17 @@ def test_shutdown_closes_the_socket() -> None:
     service.server.shutdown()
     with pytest.raises(urllib.error.URLError):
         _OPENER.open(url + "/healthz", timeout=5)
+
+
+def test_a_busy_port_is_a_config_error_naming_it(cached_service: Service) -> None:
+    """The bind fails inside the server's constructor: the error is the port's, not a teardown's."""
+    port = int(cached_service.server.url.rsplit(":", 1)[1])
+    with pytest.raises(ConfigError, match=f"server: cannot listen on 127.0.0.1:{port}"):
+        serve(
+            make_app(registry=CollectorRegistry(), get_snapshot=rich_snapshot, ready=lambda: True),
+            "127.0.0.1",
+            port,
+        )
 
 
 # --------------------------------------------------------------------------------------------------------
