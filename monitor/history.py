@@ -123,6 +123,12 @@ class History:
         with self._lock:
             return list(self._frames)
 
+    def latest(self, model: str) -> datetime | None:
+        """When the model's newest kept evaluation ran (``None``: none kept)."""
+        with self._lock:
+            frames = self._frames.get(model)
+            return frames[-1].at if frames else None
+
     def times(self, model: str) -> tuple[datetime, ...]:
         with self._lock:
             return tuple(f.at for f in self._frames.get(model, ()))

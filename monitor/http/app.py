@@ -78,12 +78,12 @@ def make_app(
         params = parse_qs(environ.get("QUERY_STRING", ""))
         model, window = (params.get(k, [None])[0] for k in ("model", "window"))
         etag = view.etag(snapshot, model, window)
-        headers = [("ETag", etag), ("Cache-Control", "no-cache")]
         if environ.get("HTTP_IF_NONE_MATCH") == etag:
-            start_response("304 Not Modified", headers)
+            start_response("304 Not Modified", [("ETag", etag), ("Cache-Control", "no-cache")])
             return []
         fragment = params.get("fragment", ["0"])[0] == "1"
-        page = view.main(snapshot, model, window) if fragment else view.page(snapshot, model, window)
+        page, etag = view.render(snapshot, model, window, fragment=fragment)
+        headers = [("ETag", etag), ("Cache-Control", "no-cache")]
         return _respond(start_response, "200 OK", page.encode("utf-8"), _HTML, headers)
 
     def history(environ: WSGIEnvironment, start_response: StartResponse) -> Body:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from html import escape
 from importlib.resources import files
 from urllib.parse import urlencode
@@ -25,6 +25,7 @@ from monitor.views.sections import alerts_view, seconds, window_view
 
 __all__ = ["LiveView", "static_asset"]
 
+_KEPT_DRAWINGS = 16  # pages of the current snapshot (models x windows x page/fragment) kept drawn
 _STATIC_TYPES = {
     "live.js": "text/javascript; charset=utf-8",
     "fairwatch.css": "text/css; charset=utf-8",
@@ -40,17 +41,37 @@ def static_asset(name: str) -> tuple[bytes, str] | None:
     return files("monitor.views").joinpath("static", name).read_bytes(), _STATIC_TYPES[name]
 
 
-@dataclass(frozen=True)
+@dataclass
 class LiveView:
     """Draws the page from a snapshot and the history; ``min_samples`` per model says why a value
-    is ``insufficient_data``."""
+    is ``insufficient_data``. What it drew is kept for the snapshot it was drawn from (browsers
+    polling the same page share one drawing: a large model's page takes about a second)."""
 
     history: History
     min_samples: Mapping[str, int]
+    _drawn: dict[str, str] = field(default_factory=dict, repr=False)
 
     def etag(self, snapshot: Snapshot, model: str | None, window: str | None) -> str:
-        key = f"{snapshot.created_at and snapshot.created_at.isoformat()}|{model}|{window}|{id(snapshot)}"
+        """Changes with the snapshot and with the history the page charts (recorded just after the
+        snapshot is published: a page drawn in between must not be kept as the new one)."""
+        chosen = _choose(snapshot, model)
+        latest = self.history.latest(chosen) if chosen else None
+        key = f"{snapshot.created_at}|{id(snapshot)}|{chosen}|{window}|{latest}"
         return '"' + hashlib.sha1(key.encode(), usedforsecurity=False).hexdigest()[:20] + '"'
+
+    def render(
+        self, snapshot: Snapshot, model: str | None, window: str | None, *, fragment: bool
+    ) -> tuple[str, str]:
+        """The page (or its ``<main>``) and its ETag, drawn once per ETag."""
+        etag = self.etag(snapshot, model, window)
+        key = f"{etag}|{fragment}"
+        body = self._drawn.get(key)
+        if body is None:
+            body = self.main(snapshot, model, window) if fragment else self.page(snapshot, model, window)
+            if len(self._drawn) >= _KEPT_DRAWINGS:
+                self._drawn.clear()  # a new snapshot: the old drawings are stale anyway
+            self._drawn[key] = body
+        return body, etag
 
     def page(self, snapshot: Snapshot, model: str | None, window: str | None) -> str:
         chosen = _choose(snapshot, model)

@@ -62,7 +62,7 @@ STATE_COLORS = {
     "insufficient_data": "#9e9e9e",
 }
 FAIR_FILL = "#2e7d32"
-MAX_POINTS = 240
+MAX_POINTS = 150
 
 _W, _H = 640, 220  # the drawing's own units; the page scales it to its box
 _LEFT, _RIGHT, _TOP, _BOTTOM = 52, 12, 10, 24
@@ -344,7 +344,7 @@ def history_chart(series: Sequence[Series], *, label: str) -> str:
 
 
 def state_timeline(series: Sequence[Series], *, label: str) -> str:
-    """One row per series (group), one cell per kept evaluation, coloured by its state."""
+    """One row per series (group), a cell per run of evaluations in one state, coloured by it."""
     if not series or not any(len(s.times) for s in series):
         return _empty(label, "no history yet", "timeline")
     row, left = 16, 190
@@ -359,17 +359,21 @@ def state_timeline(series: Sequence[Series], *, label: str) -> str:
         body.append(
             f'<text x="{left - 8}" y="{top + row - 4}" text-anchor="end" class="group">{escape(name)}</text>'
         )
-        keep = _thin(len(s.times))
-        xs = [t(s.times[k].timestamp()) for k in keep]
-        for j, k in enumerate(keep):  # each cell reaches the next evaluation
-            x0 = xs[j]
-            x1 = xs[j + 1] if j + 1 < len(xs) else max(x0 + 3, _W - _RIGHT)
-            state = s.states[k]
+        xs = [t(at.timestamp()) for at in s.times]
+        begin = 0
+        for k in range(1, len(s.times) + 1):  # one cell per run of a state, to the next evaluation
+            if k < len(s.times) and s.states[k] == s.states[begin]:
+                continue
+            x0 = xs[begin]
+            x1 = xs[k] if k < len(s.times) else max(x0 + 3, _W - _RIGHT)
+            state = s.states[begin]
+            until = f" to {s.times[k]:%H:%M:%S}" if k < len(s.times) else " on"
             body.append(
                 f'<rect x="{x0:.1f}" y="{top + 2}" width="{max(x1 - x0, 1.5):.1f}" height="{row - 4}" '
                 f'fill="{STATE_COLORS.get(state, "#666")}" class="state-{state}">'
-                f"<title>{escape(f'{s.key.group} at {s.times[k]:%H:%M:%S}: {state}')}</title></rect>"
+                f"<title>{escape(f'{s.key.group}: {state} from {s.times[begin]:%H:%M:%S}{until}')}</title></rect>"
             )
+            begin = k
     reference = max(series, key=lambda s: len(s.times))
     body += _time_axis(t, reference.times, height - _BOTTOM + 2)
     return _svg(label, body, height, "timeline")

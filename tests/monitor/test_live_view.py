@@ -131,13 +131,19 @@ def test_history_chart_breaks_lines_at_undefined_values_and_thins_long_series() 
     assert ys[0] > ys[-1]  # rising values are drawn upwards (SVG y grows downwards)
 
 
-def test_state_timeline_has_a_cell_per_kept_evaluation_in_its_state_colour() -> None:
+def test_state_timeline_has_a_cell_per_run_of_a_state_in_its_colour() -> None:
     history = History(10)
-    for minute, state in enumerate(["ok", "inconclusive", "violation"]):
+    states = ["ok", "ok", "inconclusive", "violation", "violation", "violation", "ok"]
+    for minute, state in enumerate(states):
         history.add(evaluation_at(minute, state=state))
     svg = parse(state_timeline(history.series("toxicity"), label="t"))
-    cells = [r.get("fill") for r in svg.iter(f"{SVG}rect")]
-    assert cells == ["#2e7d32", "#c49000", "#c62828"]
+    cells = list(svg.iter(f"{SVG}rect"))
+    assert [r.get("fill") for r in cells] == ["#2e7d32", "#c49000", "#c62828", "#2e7d32"]
+    widths = [float(r.get("width")) for r in cells[:3]]  # minutes 0-2, 2-3, 3-6 of a 6-minute axis
+    assert widths[0] == pytest.approx(2 * widths[1], rel=0.01) and widths[2] == pytest.approx(
+        3 * widths[1], rel=0.01
+    )
+    assert cells[2].find(f"{SVG}title").text == "black: violation from 12:03:00 to 12:06:00"
 
 
 def test_charts_escape_group_names() -> None:
@@ -303,3 +309,17 @@ def test_history_api_names_a_bad_parameter(live: Live, query: str, error: str) -
     answer = live.get(f"/api/v1/history?{query}")
     assert answer.status == 400
     assert error in json.loads(answer.body)["error"]
+
+
+def test_the_etag_follows_the_history_recorded_after_the_snapshot() -> None:
+    """The history is recorded just after a snapshot is published: a page drawn in between must not
+    keep its ETag once the history has the new evaluation."""
+    history = History(10)
+    view = LiveView(history, {})
+    snapshot = rich_snapshot()
+    before, etag = view.render(snapshot, "toxicity", "1h", fragment=True)
+    assert 'class="chart history"' not in before or "no history yet" in before
+    history.record(snapshot)
+    after, new_etag = view.render(snapshot, "toxicity", "1h", fragment=True)
+    assert new_etag != etag and after != before
+    assert view.render(snapshot, "toxicity", "1h", fragment=True) == (after, new_etag)  # drawn once
