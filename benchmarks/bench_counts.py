@@ -1,8 +1,9 @@
 """Counts, not rows: one ``fairwatch evaluate`` of a window, counted by the database vs read as rows.
 
 Writes the Jigsaw-style log of ``bench_service.py`` (nine identity columns, rounded scores, an
-index on the timestamps) to SQLite (ISO text timestamps) and, with ``--postgres``, to a
-throw-away PostgreSQL cluster (timestamptz), then runs the real CLI, ``fairwatch evaluate
+index on the timestamps) to SQLite (ISO text timestamps), with ``--postgres`` to a
+throw-away PostgreSQL cluster (timestamptz) and with ``--duckdb`` to a DuckDB database file
+(TIMESTAMP WITH TIME ZONE, read through duckdb-engine), then runs the real CLI, ``fairwatch evaluate
 --config F --start S --end E --format json``, in a fresh process for each mode - start-up,
 imports, the read and every metric included: the default (``aggregate: true``: one ``GROUP BY``
 in the database), every row read as Arrow columns (``aggregate: false``; ADBC), and every row
@@ -10,7 +11,7 @@ read by ``pandas.read_sql`` (``aggregate: false, arrow: false``: the baseline). 
 time, the process's peak RSS, the rows the database returned, and whether the JSON reports
 are identical value for value. The last line is one JSON object.
 
-    python benchmarks/bench_counts.py [--rows 1000000 2000000] [--postgres]
+    python benchmarks/bench_counts.py [--rows 1000000 2000000] [--postgres] [--duckdb]
 """
 
 from __future__ import annotations
@@ -65,6 +66,16 @@ def write_postgres(rows: int, url: str) -> None:
                 copy.write_row(row)
         conn.execute("CREATE INDEX predictions_ts ON predictions (ts)")
         conn.execute("ANALYZE predictions")
+
+
+def write_duckdb(rows: int, db: Path) -> None:
+    """The same log in a DuckDB database file, timestamps as TIMESTAMP WITH TIME ZONE."""
+    import duckdb
+
+    frame = make_log(rows)
+    with duckdb.connect(str(db)) as conn:
+        conn.register("frame", frame)
+        conn.execute("CREATE TABLE predictions AS SELECT * FROM frame")
 
 
 MODES = {
@@ -159,6 +170,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 2_000_000])
     parser.add_argument("--postgres", action="store_true", help="also a throw-away local PostgreSQL cluster")
     parser.add_argument("--only-postgres", action="store_true", help="PostgreSQL only (implies --postgres)")
+    parser.add_argument("--duckdb", action="store_true", help="also a DuckDB database file (duckdb-engine)")
     parser.add_argument(
         "--modes",
         nargs="+",
@@ -172,7 +184,8 @@ def main() -> None:
     table = Table(title=f"fairwatch evaluate of a 24 h window (load {os.getloadavg()[0]:.1f})")
     for col in ("store", "rows", "mode", "seconds", "peak RSS MB", "rows returned", "identical"):
         table.add_column(col, justify="right")
-    with tempfile.TemporaryDirectory() as tmp, stores(Path(tmp), args.postgres or args.only_postgres) as urls:
+    postgres = args.postgres or args.only_postgres
+    with tempfile.TemporaryDirectory() as tmp, stores(Path(tmp), postgres, args.duckdb) as urls:
         for store, url_for in urls.items():
             if args.only_postgres and store != "postgresql":
                 continue
@@ -215,7 +228,7 @@ def main() -> None:
 
 
 @contextlib.contextmanager
-def stores(folder: Path, postgres: bool) -> Iterator[dict[str, Callable[[int], str]]]:
+def stores(folder: Path, postgres: bool, duckdb: bool) -> Iterator[dict[str, Callable[[int], str]]]:
     """Where the log is written, by store: a function from a size to the SQLAlchemy URL holding it."""
 
     def sqlite_url(rows: int) -> str:
@@ -223,7 +236,14 @@ def stores(folder: Path, postgres: bool) -> Iterator[dict[str, Callable[[int], s
         write_log(rows, db)
         return f"sqlite:///{db}"
 
+    def duckdb_url(rows: int) -> str:
+        db = folder / f"log-{rows}.duckdb"
+        write_duckdb(rows, db)
+        return f"duckdb:///{db}"
+
     urls: dict[str, Callable[[int], str]] = {"sqlite": sqlite_url}
+    if duckdb:
+        urls["duckdb"] = duckdb_url
     if not postgres:
         yield urls
         return

@@ -2,8 +2,8 @@
 
 Strings may hold ``${VAR}`` or ``${VAR:-default}``; they are replaced from the environment
 before validation, so passwords live in the environment (a Kubernetes Secret), never in the
-file. Relative paths (``sqlite:///x.db``, file globs, text option files) are relative to the
-config file.
+file. Relative paths (``sqlite:///x.db``, ``duckdb:///x.duckdb``, file globs, text option files)
+are relative to the config file.
 """
 
 from __future__ import annotations
@@ -199,14 +199,20 @@ def _check_expansion(root: yaml.Node | None, path: Path) -> None:
 
 
 def _resolve_relative_paths(settings: Settings, base: Path) -> Settings:
-    """``sqlite:///x.db`` and file globs are relative to the config file, as users expect."""
+    """``sqlite:///x.db``, ``duckdb:///x.duckdb`` and file globs are relative to the config file, as
+    users expect."""
 
     def fix(src: SourceConfig) -> SourceConfig:
         update: dict[str, Any] = {}
-        if src.url and src.url.startswith("sqlite:///") and not src.url.startswith("sqlite:////"):
-            rel = src.url.removeprefix("sqlite:///")
-            if rel and rel != ":memory:" and not rel.startswith(("file:", "?")):
-                update["url"] = "sqlite:///" + str((base / rel).resolve())
+        for scheme in ("sqlite:///", "duckdb:///"):
+            rel = (src.url or "").removeprefix(scheme)
+            if (
+                rel != src.url
+                and rel
+                and rel != ":memory:"
+                and not rel.startswith(("/", "file:", "?", "md:"))
+            ):
+                update["url"] = scheme + str((base / rel).resolve())
         path = src.path if src.path and not _URI.match(src.path) else None  # s3a://, hdfs://: as written
         if path and not os.path.isabs(path):
             update["path"] = str(base / path)

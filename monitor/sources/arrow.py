@@ -8,8 +8,10 @@ Core statement, compiled for the database with its bounds as *bound parameters*.
 Used for PostgreSQL (its ``statement_timeout`` still bounds the read) and for SQLite tables
 (the statement is fairwatch's own ``SELECT ... WHERE ts`` range, whose work is bounded by the
 table; a user's ``query:`` on SQLite keeps pandas, whose progress handler can interrupt it:
-the ADBC SQLite driver cannot cancel a statement). Between batches the read's deadline is
-checked. The caller falls back to ``pandas.read_sql`` whenever this path fails (a column
+the ADBC SQLite driver cannot cancel a statement). A DuckDB database needs no ADBC driver: the
+source engine's own DuckDB connection returns Arrow record batches (DuckDB refuses a second
+connection to a file this process has open with another configuration), and is interrupted at
+the read's deadline. Between batches the read's deadline is checked. The caller falls back to ``pandas.read_sql`` whenever this path fails (a column
 whose stored types are mixed, which Arrow cannot hold in one column, for instance).
 """
 
@@ -17,8 +19,10 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import threading
 import time
 from collections.abc import Callable, Collection, Iterator
+from contextlib import closing, contextmanager
 from typing import Any
 
 import pandas as pd
@@ -28,13 +32,14 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 __all__ = ["ArrowReadTimeout", "ArrowReader"]
 
-_DRIVERS = {"sqlite": "adbc_driver_sqlite", "postgresql": "adbc_driver_postgresql"}
+_DRIVERS = {"sqlite": "adbc_driver_sqlite", "postgresql": "adbc_driver_postgresql", "duckdb": "duckdb_engine"}
 #: Compiles statements with the placeholders each ADBC driver expects (``?``, ``$1``).
 _DIALECTS: dict[str, Callable[[], sa.Dialect]] = {
     "sqlite": sqlite.dialect,
     "postgresql": lambda: postgresql.psycopg.dialect(paramstyle="numeric_dollar"),  # type: ignore[no-untyped-call]
+    "duckdb": lambda: _duckdb_dialect(),
 }
-#: Parameter types every driver binds as SQLAlchemy would (others: pandas reads the window).
+#: Parameter types SQLite's driver binds as SQLAlchemy would (others: pandas reads the window).
 _PLAIN = (str, int, float, type(None))
 
 
@@ -52,11 +57,14 @@ class ArrowReader:
         self._dialect = _DIALECTS[backend]()
 
     @classmethod
-    def for_url(cls, url: sa.URL, *, timeout: float, own_statement: bool) -> ArrowReader | None:
+    def for_url(
+        cls, url: sa.URL, *, timeout: float, own_statement: bool, engine: sa.Engine
+    ) -> ArrowReader | None:
         """A reader for ``url``, or ``None`` where no ADBC driver applies (then pandas reads).
 
         ``own_statement``: the statement is fairwatch's own range read of a table (required on
-        SQLite, whose driver cannot interrupt a statement).
+        SQLite, whose driver cannot interrupt a statement). ``engine``: the source's, whose
+        connections DuckDB reads are made on.
         """
         backend = url.get_backend_name()
         module = _DRIVERS.get(backend)
@@ -67,6 +75,8 @@ class ArrowReader:
             if not own_statement or database in ("", ":memory:") or database.startswith("file:") or url.query:
                 return None
             return cls(backend, lambda: _dbapi(module).connect(database), lambda _conn: None)
+        if backend == "duckdb":
+            return cls(backend, lambda: closing(engine.raw_connection()), lambda _conn: None)
         uri = url.set(drivername="postgresql")
         if "connect_timeout" not in uri.query:
             uri = uri.update_query_dict({"connect_timeout": str(max(1, min(10, math.ceil(timeout))))})
@@ -84,7 +94,7 @@ class ArrowReader:
         """The statement's SQL for the driver, with positional placeholders, and its bound values."""
         compiled = statement.compile(dialect=self._dialect, compile_kwargs={"render_postcompile": True})
         params = [compiled.params[name] for name in compiled.positiontup or ()]
-        if not all(isinstance(p, _PLAIN) or self.backend == "postgresql" for p in params):
+        if self.backend == "sqlite" and not all(isinstance(p, _PLAIN) for p in params):
             raise TypeError("a bound value SQLite's ADBC driver would bind differently")
         return compiled.string, params
 
@@ -117,9 +127,11 @@ class ArrowReader:
         sql, params = self.compile(statement)
         with self._connect() as conn:
             self._prepare(conn)
-            with conn.cursor() as cursor:
+            with closing(conn.cursor()) as cursor, self._interrupted_at(deadline, cursor):
                 cursor.execute(sql, params)
-                reader = cursor.fetch_record_batch()
+                # DuckDB 1.5 renamed fetch_record_batch (deprecated there) to to_arrow_reader
+                fetch = getattr(cursor, "to_arrow_reader", None) or cursor.fetch_record_batch
+                reader = fetch()
                 _check_types(reader.schema, text)
                 batches: list[pa.RecordBatch] = []
                 held = 0
@@ -134,6 +146,22 @@ class ArrowReader:
                 if batches or rows is None or not held:
                     yield _frame(batches, reader.schema, text)
 
+    @contextmanager
+    def _interrupted_at(self, deadline: float, cursor: Any) -> Iterator[None]:
+        """DuckDB runs a statement before the first batch comes back, and has no statement timeout:
+        a timer interrupts the cursor's statement at the deadline. (The other drivers: the deadline is
+        checked between batches, and PostgreSQL's ``statement_timeout`` bounds the statement.)"""
+        if self.backend != "duckdb":
+            yield
+            return
+        timer = threading.Timer(max(0.0, deadline - time.monotonic()), cursor.interrupt)
+        timer.daemon = True
+        timer.start()
+        try:
+            yield
+        finally:
+            timer.cancel()
+
 
 def _check_types(schema: pa.Schema, text: Collection[str] | None) -> None:
     if text is not None:
@@ -147,6 +175,12 @@ def _frame(batches: list[pa.RecordBatch], schema: pa.Schema, text: Collection[st
     _check_types(table.schema, text)
     frame: pd.DataFrame = table.to_pandas()
     return frame
+
+
+def _duckdb_dialect() -> sa.Dialect:
+    from duckdb_engine import Dialect  # the duckdb extra, imported by DuckDB sources only
+
+    return Dialect(paramstyle="numeric_dollar")
 
 
 def _dbapi(module: str) -> Any:

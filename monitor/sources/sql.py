@@ -1,7 +1,10 @@
 """SQL sources: a table, or the user's own query, read one window at a time through SQLAlchemy.
 
-Any SQLAlchemy URL works; SQLite is the embedded default and PostgreSQL is tested against a
-real server. Three ways to say what to read:
+Any SQLAlchemy URL works; SQLite is the embedded default, PostgreSQL is tested against a real
+server, and a DuckDB database file is read through duckdb-engine (each read opens it read-only and
+closes it, so that the application writing it can open it between ticks; its columns come from
+``information_schema`` while duckdb-engine's reflection is broken, see :mod:`.sql_columns`).
+Three ways to say what to read:
 
 ``table:`` (and optionally ``schema:``)
     The table is reflected (identifiers are quoted by SQLAlchemy, never pasted into SQL) and
@@ -22,8 +25,10 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -49,6 +54,7 @@ from monitor.sources.counts import (
     flaggable,
     numeric_columns,
 )
+from monitor.sources.sql_columns import columns_table
 from monitor.sources.sql_timestamps import (
     SECOND_DAYS,
     TimestampEncoding,
@@ -98,7 +104,9 @@ class SqlSource:
         self._bound_statements()
         self._arrow_strikes, self._arrow_failure = 0, ""  # Arrow reads failed in a row; the last cause
         self._arrow = (
-            ArrowReader.for_url(self._url, timeout=self._timeout, own_statement=self._query is None)
+            ArrowReader.for_url(
+                self._url, timeout=self._timeout, own_statement=self._query is None, engine=self._engine
+            )
             if config.arrow
             else None
         )
@@ -112,11 +120,13 @@ class SqlSource:
         self._flagged: frozenset[str] = frozenset()  # indicator attributes thresholded by the database
         self._encoding: TimestampEncoding | None = None
         self._warned_unknown = False
+        self._warned_reflection = False
 
     def _bound_statements(self) -> None:
         """``source.timeout`` per statement: PostgreSQL's ``statement_timeout`` (lock waits
-        included), and for SQLite a progress handler that interrupts a statement running past
-        the read's deadline. Other databases: only the connection's own timeouts."""
+        included), for SQLite a progress handler that interrupts a statement running past the
+        read's deadline, for DuckDB a timer that interrupts the connection (:meth:`_connect`).
+        Other databases: only the connection's own timeouts."""
         backend = self._url.get_backend_name()
         if backend == "postgresql":
             milliseconds = str(max(1, round(self._timeout * 1000)))
@@ -133,6 +143,30 @@ class SqlSource:
             @sa.event.listens_for(self._engine, "connect")
             def _sqlite_deadline(dbapi_connection: Any, _record: Any) -> None:
                 dbapi_connection.set_progress_handler(self._past_deadline, 10_000)
+
+    @contextmanager
+    def _connect(self) -> Iterator[Connection]:
+        """A connection for one read; on DuckDB, which has no statement timeout, interrupted by a
+        timer at the read's deadline."""
+        with self._engine.connect() as conn:
+            if self._url.get_backend_name() != "duckdb":
+                yield conn
+                return
+            timer = threading.Timer(
+                max(0.0, self._deadline - time.monotonic()),
+                self._interrupt,
+                (conn.connection.dbapi_connection,),
+            )
+            timer.daemon = True
+            timer.start()
+            try:
+                yield conn
+            finally:
+                timer.cancel()
+
+    def _interrupt(self, dbapi_connection: Any) -> None:
+        self._interrupted = True
+        dbapi_connection.interrupt()
 
     def _past_deadline(self) -> int:
         """SQLite's progress handler: non-zero interrupts the running statement."""
@@ -168,10 +202,10 @@ class SqlSource:
         self._engine.dispose()
 
     def read(self, start: datetime, end: datetime) -> Batch:
-        self._check_sqlite_file()
+        self._check_database_file()
         self._deadline, self._interrupted = time.monotonic() + self._timeout, False
         try:
-            with self._engine.connect() as conn:
+            with self._connect() as conn:
                 frame = self._frame(conn, self._statement(conn, start, end))
         except SourceError:
             raise
@@ -269,10 +303,10 @@ class SqlSource:
             why = "source.aggregate is off" if not self.config.aggregate else "the query binds :start/:end"
             self._rows_instead(why)
             return None
-        self._check_sqlite_file()
+        self._check_database_file()
         self._deadline, self._interrupted = time.monotonic() + self._timeout, False
         try:
-            with self._engine.connect() as conn:
+            with self._connect() as conn:
                 result = count(conn)
                 if result is None:
                     return None
@@ -576,9 +610,23 @@ class SqlSource:
         name, schema = self.config.table, self.config.schema_
         assert name is not None
         try:
-            table = sa.Table(name, sa.MetaData(), schema=schema, autoload_with=conn)
-        except sa.exc.NoSuchTableError as exc:
-            raise SourceError(f"table {name!r} not found: {self.describe()}") from exc
+            table: sa.Table | None = sa.Table(name, sa.MetaData(), schema=schema, autoload_with=conn)
+        except sa.exc.NoSuchTableError:
+            table = None
+        except sa.exc.ProgrammingError as exc:
+            # DuckDB: duckdb-engine's reflection queries a pg_catalog table DuckDB lacks (duckdb_engine#1391,
+            # duckdb#22069); the standard information_schema says the same (see sql_columns).
+            conn.rollback()
+            table = columns_table(conn, name, schema)
+            if not self._warned_reflection:
+                self._warned_reflection = True
+                logger.info(
+                    "%s: columns read from information_schema; reflection failed: %s",
+                    self.describe(),
+                    self._short_cause(exc),
+                )
+        if table is None:
+            raise SourceError(f"table {name!r} not found: {self.describe()}")
         names = [c.name for c in table.columns]
         self._numeric = numeric_columns(table)
         self._text = frozenset(c.name for c in table.columns if isinstance(c.type, sa.String))
@@ -660,15 +708,21 @@ class SqlSource:
 
     # -- errors -----------------------------------------------------------------------------------
 
-    def _check_sqlite_file(self) -> None:
-        """SQLite would silently create a missing database file; a monitor should say it is missing."""
-        if self._url.get_backend_name() != "sqlite":
+    def _check_database_file(self) -> None:
+        """SQLite (and DuckDB opened for writing) would silently create a missing database file; a
+        monitor should say it is missing."""
+        engine = {"sqlite": "SQLite", "duckdb": "DuckDB"}.get(self._url.get_backend_name())
+        if engine is None:
             return
         database = self._url.database or ""
-        if database in ("", ":memory:") or database.startswith("file:") or self._url.query.get("uri"):
+        if (
+            database in ("", ":memory:")
+            or database.startswith(("file:", "md:"))
+            or self._url.query.get("uri")
+        ):
             return
         if not Path(database).is_file():
-            raise SourceError(f"cannot read {self.describe()}: the SQLite database file does not exist")
+            raise SourceError(f"cannot read {self.describe()}: the {engine} database file does not exist")
 
     def _short_cause(self, exc: BaseException) -> str:
         """One line naming the driver's error, without the SQL, parameters or password.
@@ -707,8 +761,16 @@ def _query_placeholders(query: str) -> bool:
 def _engine_options(url: sa.URL, timeout: float) -> dict[str, Any]:
     """Bounded connection attempts and lock waits: a silent network or a held lock must fail
     this tick, not hang the scheduler. SQLite's ``timeout`` is how long a locked database is
-    waited for; PostgreSQL's ``connect_timeout`` bounds the connection."""
+    waited for; PostgreSQL's ``connect_timeout`` bounds the connection.
+
+    DuckDB lets one process open a database file for writing, or several for reading only, and
+    a pooled connection would hold the file between ticks, locking out the application that
+    writes the log: each read opens the file read-only and closes it (a writer holding the
+    file then fails that tick, with DuckDB's lock error)."""
     backend = url.get_backend_name()
+    if backend == "duckdb":
+        read_only = {} if "access_mode" in url.query else {"connect_args": {"read_only": True}}
+        return {"poolclass": sa.pool.NullPool, **read_only}
     if backend == "postgresql" and "connect_timeout" not in url.query:
         return {"connect_args": {"connect_timeout": max(1, min(10, math.ceil(timeout)))}}
     if backend == "sqlite" and "timeout" not in url.query:
