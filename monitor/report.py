@@ -151,7 +151,7 @@ class Report:
                 if n
             )
             rows.append(
-                f'<tr><th scope="row"><a href="#model-{escape(name)}">{escape(name)}</a></th>'
+                f'<tr><th scope="row"><a href="#{_model_id(name)}">{escape(name)}</a></th>'
                 f"<td>{len(evaluations)}</td><td>{period}</td><td>{chips}</td></tr>"
             )
         return (
@@ -162,7 +162,7 @@ class Report:
         )
 
     def _model(self, name: str, evaluations: Sequence[ModelEvaluation]) -> str:
-        head = f'<section id="model-{escape(name)}"><h2>Model {escape(name)}</h2>'
+        head = f'<section id="{_model_id(name)}"><h2>Model {escape(name)}</h2>'
         if not evaluations:
             return head + '<p class="empty">No evaluation.</p></section>'
         history = History(len(evaluations))
@@ -180,7 +180,7 @@ class Report:
         series = history.series(name)
         for w in last.windows:
             parts.append(f"<h3>Window {escape(w.window)}</h3>")
-            parts.append(window_view(w, series, min_samples=min_samples))
+            parts.append(window_view(w, series, model=name, min_samples=min_samples))
         return "".join(parts) + "</section>"
 
     def _config(self) -> str:
@@ -306,3 +306,7 @@ def _duration(d: timedelta) -> str:
         if seconds_ and seconds_ % size == 0:
             return f"{seconds_ // size}{unit}"
     return f"{seconds_}s"
+
+
+def _model_id(name: str) -> str:
+    return escape(f"model-{name}".replace(" ", "_"), quote=True)

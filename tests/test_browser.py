@@ -131,7 +131,7 @@ def test_the_live_view_shows_values_and_charts_and_refreshes_itself(demo: str, b
         # charts: per judged metric the current intervals, the history and the state timeline
         cards = page.locator(".cards > section.card")
         assert cards.count() == len(metrics)
-        card = page.locator("#m-1h-disparate_impact")
+        card = page.locator("#m-toxicity-1h-disparate_impact")
         assert card.locator("svg.chart.intervals circle").count() >= 5  # a dot per defined group
         assert card.locator("svg.chart.intervals rect.fair").count() == 1
         assert card.locator("svg.chart.history path.series").count() >= 5

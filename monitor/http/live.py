@@ -131,7 +131,7 @@ class LiveView:
         parts.append(f"<h2>Alerts</h2>{alerts_view(alerts)}")
         result = next(w for w in evaluation.windows if w.window == shown)
         series = self.history.series(chosen, where={"window": [shown]})
-        parts.append(window_view(result, series, min_samples=self.min_samples.get(chosen, 100)))
+        parts.append(window_view(result, series, model=chosen, min_samples=self.min_samples.get(chosen, 100)))
         return "".join(parts)
 
 

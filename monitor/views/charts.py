@@ -66,6 +66,7 @@ MAX_POINTS = 150
 
 _W, _H = 640, 220  # the drawing's own units; the page scales it to its box
 _LEFT, _RIGHT, _TOP, _BOTTOM = 52, 12, 10, 24
+_SPAN_EPS = 1e-9  # a span this small against its values is one value drawn twice
 
 
 def color_of(index: int) -> str:
@@ -88,19 +89,20 @@ def number(x: float, digits: int = 3) -> str:
 
 
 def _nice_ticks(lo: float, hi: float, count: int = 4) -> list[float]:
-    """Round numbers spanning [lo, hi] (Heckbert's loose labels)."""
-    if hi <= lo:
-        return [lo]
-    raw = (hi - lo) / count
-    magnitude = 10 ** math.floor(math.log10(raw))
+    """Round numbers spanning [lo, hi] (Heckbert's loose labels); ``[lo]`` when the span is nil.
+
+    Ticks are counted as whole steps from zero, never by adding a step to a running total: a
+    span that is zero but for rounding (0.1 + 0.2 against 0.3) gives a step below the values'
+    precision, and a running total would never reach ``hi``.
+    """
+    span = hi - lo
+    if not (math.isfinite(span) and span > _SPAN_EPS * max(abs(lo), abs(hi))):
+        return [lo] if math.isfinite(lo) else []
+    raw = span / count
+    magnitude = 10.0 ** math.floor(math.log10(raw))
     step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
-    first = math.ceil(lo / step - 1e-9) * step
-    ticks = []
-    t = first
-    while t <= hi + step * 1e-9:
-        ticks.append(0.0 if abs(t) < step * 1e-9 else t)
-        t += step
-    return ticks
+    first, last = math.ceil(lo / step - 1e-9), math.floor(hi / step + 1e-9)
+    return [k * step for k in range(first, last + 1)]
 
 
 class _Linear:
@@ -109,10 +111,14 @@ class _Linear:
             pad = abs(lo) * 0.1 or 1.0
             lo, hi = lo - pad, hi + pad
         self.lo, self.hi, self.out_lo, self.out_hi = lo, hi, out_lo, out_hi
+        # a span beyond the largest double is measured in halves (exact, but for subnormals)
+        self._scale = 1.0 if math.isfinite(hi - lo) else 0.5
 
     def __call__(self, x: float) -> float:
         x = min(max(x, self.lo), self.hi)  # an open fair range end is drawn to the edge
-        return self.out_lo + (x - self.lo) / (self.hi - self.lo) * (self.out_hi - self.out_lo)
+        k = self._scale
+        share = (x * k - self.lo * k) / (self.hi * k - self.lo * k)
+        return self.out_lo + share * (self.out_hi - self.out_lo)
 
 
 def _domain(values: Sequence[float], fair: tuple[float, float]) -> tuple[float, float] | None:
@@ -120,7 +126,11 @@ def _domain(values: Sequence[float], fair: tuple[float, float]) -> tuple[float, 
     if not finite:
         return None
     lo, hi = min(finite), max(finite)
+    if hi - lo <= _SPAN_EPS * max(abs(lo), abs(hi)):  # one value, but for rounding
+        hi = lo
     pad = (hi - lo) * 0.06 or abs(hi) * 0.1 or 0.1
+    if not math.isfinite(hi - lo + 2 * pad):  # values near the largest double: no room to pad
+        return lo, hi
     return lo - pad, hi + pad
 
 

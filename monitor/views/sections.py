@@ -83,7 +83,11 @@ def _judged(values: Sequence[MetricValue]) -> tuple[list[str], list[str]]:
 
 
 def _table(
-    values: Sequence[MetricValue], metrics: Sequence[str], window: WindowResult, min_samples: int
+    values: Sequence[MetricValue],
+    metrics: Sequence[str],
+    window: WindowResult,
+    min_samples: int,
+    model: str,
 ) -> str:
     groups = list(dict.fromkeys((v.attribute, v.group) for v in values))
     sizes = {(g.attribute, g.group): g for g in window.groups}
@@ -118,7 +122,7 @@ def _table(
             )
         fair_text = fair_range_text(fair.fair_min, fair.fair_max) if fair else ""
         rows.append(
-            f'<tr><th scope="row"><a href="#{_anchor(window.window, metric)}">{escape(metric)}</a>'
+            f'<tr><th scope="row"><a href="#{_anchor("m", model, window.window, metric)}">{escape(metric)}</a>'
             f"<small>fair {escape(fair_text)}</small></th>{''.join(cells)}</tr>"
         )
     return (
@@ -127,8 +131,9 @@ def _table(
     )
 
 
-def _anchor(window: str, metric: str) -> str:
-    return escape(f"m-{window}-{metric}".replace(" ", "_"))
+def _anchor(*parts: str) -> str:
+    """An element id naming a model's window (and metric): unique in a page of several models."""
+    return escape("-".join(parts).replace(" ", "_"), quote=True)
 
 
 def _legend(series: Sequence[Series]) -> str:
@@ -140,7 +145,9 @@ def _legend(series: Sequence[Series]) -> str:
     return f'<ul class="legend">{items}</ul>'
 
 
-def _card(metric: str, values: Sequence[MetricValue], series: Sequence[Series], window: str) -> str:
+def _card(
+    metric: str, values: Sequence[MetricValue], series: Sequence[Series], window: str, model: str
+) -> str:
     try:
         meaning = get_metric(metric).meaning
     except ValueError:
@@ -152,7 +159,7 @@ def _card(metric: str, values: Sequence[MetricValue], series: Sequence[Series], 
     series = sorted(series, key=lambda s: order.get((s.key.attribute, s.key.group), len(order)))
     label = f"{metric}, window {window}"
     return (
-        f'<section class="card state-{worst}" id="{_anchor(window, metric)}">'
+        f'<section class="card state-{worst}" id="{_anchor("m", model, window, metric)}">'
         f"<h3>{escape(metric)} <small>fair {escape(fair)}</small></h3>"
         f'<p class="meaning">{escape(meaning)}</p>'
         f"{interval_plot(values, label=f'{label}: current values, intervals and fair range')}"
@@ -163,8 +170,8 @@ def _card(metric: str, values: Sequence[MetricValue], series: Sequence[Series], 
     )
 
 
-def window_view(window: WindowResult, series: Sequence[Series], *, min_samples: int) -> str:
-    """One window of one model: summary, table, a card per judged metric, the rest folded."""
+def window_view(window: WindowResult, series: Sequence[Series], *, model: str, min_samples: int) -> str:
+    """One window of ``model``: summary, table, a card per judged metric, the rest folded."""
     values = list(window.values)
     judged, info = _judged(values)
     header = (
@@ -183,19 +190,19 @@ def window_view(window: WindowResult, series: Sequence[Series], *, min_samples: 
         if s.key.window == window.window:
             series_of.setdefault(s.key.metric, []).append(s)
     judged_values = [v for v in values if v.metric in judged]
-    cards = "".join(_card(m, by_metric[m], series_of.get(m, []), window.window) for m in judged)
+    cards = "".join(_card(m, by_metric[m], series_of.get(m, []), window.window, model) for m in judged)
     parts = [
         header,
         _summary(judged_values),
-        _table(values, judged, window, min_samples) if judged else "",
+        _table(values, judged, window, min_samples, model) if judged else "",
         f'<div class="cards">{cards}</div>',
     ]
     if info:
-        info_cards = "".join(_card(m, by_metric[m], series_of.get(m, []), window.window) for m in info)
+        info_cards = "".join(_card(m, by_metric[m], series_of.get(m, []), window.window, model) for m in info)
         parts.append(
-            f'<details class="informational" id="info-{escape(window.window)}"><summary>{len(info)} '
+            f'<details class="informational" id="{_anchor("info", model, window.window)}"><summary>{len(info)} '
             f"informational metric(s) (no fair range, never alert)</summary>"
-            f"{_table(values, info, window, min_samples)}"
+            f"{_table(values, info, window, min_samples, model)}"
             f'<div class="cards">{info_cards}</div></details>'
         )
     if window.model_values:
@@ -205,7 +212,7 @@ def window_view(window: WindowResult, series: Sequence[Series], *, min_samples: 
             for m in window.model_values
         )
         parts.append(
-            f'<details class="model-values" id="model-{escape(window.window)}"><summary>model-level values'
+            f'<details class="model-values" id="{_anchor("values", model, window.window)}"><summary>model-level values'
             "</summary><table><thead><tr><th>metric</th><th>attribute</th><th>value</th><th>interval</th>"
             f"<th>reason</th></tr></thead><tbody>{rows}</tbody></table></details>"
         )

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import threading
 import xml.etree.ElementTree as ET
 from dataclasses import replace
 from datetime import timedelta
@@ -146,6 +147,43 @@ def test_state_timeline_has_a_cell_per_run_of_a_state_in_its_colour() -> None:
     assert cells[2].find(f"{SVG}title").text == "black: violation from 12:03:00 to 12:06:00"
 
 
+@pytest.mark.parametrize(
+    "numbers",
+    [
+        (0.1 + 0.2, 0.3),  # one value but for rounding: once a step below its precision, a hang
+        (1e15 + 0.125, 1e15),
+        (1e308, -1e308),  # a span beyond the largest double
+        (5e-324, 0.0),
+    ],
+)
+def test_charts_of_values_equal_but_for_rounding_or_at_the_extremes_are_drawn(
+    numbers: tuple[float, float],
+) -> None:
+    # informational (no fair range to widen the axis): the values alone set it
+    values = [
+        metric_value(str(i), value=v, ci=(v, v), fair=(-math.inf, math.inf)) for i, v in enumerate(numbers)
+    ]
+    history = History(3)
+    for minute, v in enumerate(values):
+        history.add(model_evaluation("toxicity", window_result("1h", [v]), at=T0 + timedelta(minutes=minute)))
+    drawn: list[str] = []
+    worker = threading.Thread(
+        target=lambda: drawn.extend(
+            [
+                interval_plot(values, label="i"),
+                history_chart(history.series("toxicity"), label="h"),
+            ]
+        ),
+        daemon=True,
+    )
+    worker.start()
+    worker.join(timeout=10)
+    assert not worker.is_alive(), "drawing never finished"
+    for svg in drawn:
+        ticks = [t for t in parse(svg).iter(f"{SVG}text") if t.get("class") == "tick"]
+        assert 1 <= len(ticks) <= 12  # the value axis has a few labels, not one per ulp
+
+
 def test_charts_escape_group_names() -> None:
     evil = "<script>alert(1)</script>"
     history = History(2)
@@ -214,7 +252,7 @@ def test_the_page_shows_values_states_reasons_alerts_and_charts(live: Live) -> N
     assert "firing</b> disparate_impact · identity=white" in page
     judged, folded = page.split('<details class="informational"')
     assert judged.count('<svg class="chart intervals"') == 2  # disparate_impact and subgroup_auc
-    assert folded.count('<svg class="chart intervals"') == 1 and 'id="m-1h-selection_rate"' in folded
+    assert folded.count('<svg class="chart intervals"') == 1 and 'id="m-toxicity-1h-selection_rate"' in folded
     assert "2026-03-01 12:00:00 UTC" in page and "12:00:00Z" not in page  # times to the second
 
 

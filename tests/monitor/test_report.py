@@ -62,10 +62,10 @@ def evaluate_json(config: Path, at: datetime) -> list[dict[str, Any]]:
 
 def cell(html: str, window: str, metric: str, group: str) -> str:
     """The text of one table cell (value, interval, state) of the report's ``window``."""
-    section = html.split(f'id="m-{window}-{metric}"')[0]  # the tables come before the cards
+    section = html.split(f'id="m-toxicity-{window}-{metric}"')[0]  # the tables come before the cards
     table = section.rsplit('<table class="matrix">', 1)[1]
     groups = re.findall(r'<th scope="col"><span class="attr">[^<]*</span> ([^<]*)<', table)
-    row = re.search(rf'<a href="#m-{window}-{metric}">{metric}</a>.*?</tr>', table, re.S)
+    row = re.search(rf'<a href="#m-toxicity-{window}-{metric}">{metric}</a>.*?</tr>', table, re.S)
     assert row, metric
     cells = re.findall(r"<td[^>]*>(.*?)</td>", row.group(0))
     return unescape(re.sub(r"<[^>]+>", " ", cells[groups.index(group)]))
@@ -112,7 +112,7 @@ def test_the_report_file_stands_alone_and_says_what_evaluate_says(demo_config: P
     assert checked == 18  # two metrics, nine groups
     assert "violation" in cell(html, "3h", "bpsn_auc", "muslim")
     # the history: three points per group, the bias visible as a violation in the timeline
-    card = html.split('id="m-3h-bpsn_auc"')[1].split("</section>")[0]
+    card = html.split('id="m-toxicity-3h-bpsn_auc"')[1].split("</section>")[0]
     assert card.count('class="state-violation"><title>muslim') >= 1
 
 
@@ -135,6 +135,12 @@ def test_check_writes_the_report_of_its_evaluation(demo_config: Path, tmp_path: 
     html = target.read_text()
     assert "Model toxicity" in html and "Model moderation" in html
     assert "violation" in cell(html, "range", "bpsn_auc", "muslim")
+    # two models with the same window: every link goes to one element of its own model
+    ids = re.findall(r'\sid="([^"]+)"', html)
+    assert len(ids) == len(set(ids)), [i for i in ids if ids.count(i) > 1][:5]
+    links = set(re.findall(r'href="#([^"]+)"', html))
+    assert links and links <= set(ids)
+    assert "m-moderation-range-" in html and "m-toxicity-range-" in html
 
 
 @pytest.mark.parametrize(
