@@ -34,6 +34,8 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
+from monitor.terminal import print_table
+
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_service import NOW, make_log
 
@@ -223,7 +225,7 @@ def main() -> None:
                 )
                 table.add_row("", "", f"vs {baseline}", ratios, "", "", "")
                 results[f"{store}/{rows}"] = {"rows_in_window": in_window, "rows_returned": returned}
-    Console().print(table)
+    print_table(Console(), table)
     print(json.dumps({"now": NOW.isoformat(), "load": round(os.getloadavg()[0], 2), **results}))
 
 

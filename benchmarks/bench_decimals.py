@@ -26,6 +26,8 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from monitor.terminal import print_table
+
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_service import NOW, make_log
 
@@ -112,7 +114,7 @@ def main() -> None:
             "-" if row["largest_bound"] is None else f"{row['largest_bound']:.2e}",
             "-" if decimals is None else f"{row['largest_change']:.2e}",
         )
-    Console().print(table)
+    print_table(Console(), table)
     print(json.dumps({"rows": args.rows, **out}))
 
 

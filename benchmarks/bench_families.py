@@ -34,6 +34,8 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
+from monitor.terminal import print_table
+
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_counts import _LAUNCHER
 
@@ -245,7 +247,7 @@ def main() -> None:
                 subprocess.run(
                     ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False
                 )
-    Console().print(table)
+    print_table(Console(), table)
     print(json.dumps({"load": round(os.getloadavg()[0], 2), "baseline": args.baseline, **results}))
 
 

@@ -30,6 +30,8 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
+from monitor.terminal import print_table
+
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_counts import END, run_cli, values
 from bench_service import NOW, make_log
@@ -129,7 +131,7 @@ def main() -> None:
                     }
                 ratio = runs[ROWS]["seconds"] / runs[COUNTS]["seconds"]
                 table.add_row("", "", "rows / counts", f"{ratio:.1f}x", "", "")
-    Console().print(table)
+    print_table(Console(), table)
     print(json.dumps({"now": NOW.isoformat(), "load": round(os.getloadavg()[0], 2), **results}))
 
 

@@ -24,6 +24,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from monitor.terminal import print_table
+
 ROOT = Path(__file__).resolve().parent.parent
 HEAVY = ("sklearn", "scipy", "pandas", "sqlalchemy", "pyarrow", "apscheduler", "pydantic")
 
@@ -92,7 +94,7 @@ def main() -> None:
             f"{max(times):.3f}",
             ", ".join(heavy) or "-",
         )
-    Console().print(table)
+    print_table(Console(), table)
     base = statistics.median(rows[0][2])
     mc = statistics.median(rows[1][2])
     print(f"import metrics_core costs {mc - base:.3f} s beyond numpy ({mc / base:.1f}x numpy's own import)")

@@ -27,6 +27,8 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
+from monitor.terminal import print_table
+
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_service import NOW, make_log
 
@@ -103,7 +105,7 @@ def main() -> None:
         table.add_column(col, justify="right")
     for name, run in (("counted, joined by the database", joined), ("rows, joined in pandas", rows)):
         table.add_row(name, f"{run['seconds']:.2f}", f"{run['labeled']:,}", "yes" if same else "NO")
-    Console().print(table)
+    print_table(Console(), table)
     print(
         json.dumps(
             {

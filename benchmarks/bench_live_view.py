@@ -30,6 +30,7 @@ from monitor.http.live import LiveView
 from monitor.http.views import history_data
 from monitor.results import GroupStats, ModelEvaluation, WindowResult
 from monitor.snapshot import ModelStatus, Snapshot
+from monitor.terminal import print_table
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 
@@ -133,7 +134,7 @@ def main() -> None:
             f"{r['history_json_s']:.3f}",
             f"{r['history_json_kb']:.0f}",
         )
-    Console().print(table)
+    print_table(Console(), table)
     print(json.dumps({"load": round(os.getloadavg()[0], 2), "baseline": baseline, "result": result}))
 
 

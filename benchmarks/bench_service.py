@@ -28,6 +28,7 @@ from rich.table import Table
 from monitor.config import settings_from_dict
 from monitor.demo import IDENTITIES, PREVALENCE
 from monitor.evaluation import build_evaluators
+from monitor.terminal import print_table
 
 NOW = datetime(2026, 11, 22, tzinfo=UTC)
 
@@ -116,7 +117,7 @@ def main() -> None:
             f"{r['compute_s']:.3f}",
             f"{r['read_s'] / r['total_s']:.0%}",
         )
-    Console().print(table)
+    print_table(Console(), table)
     print(
         json.dumps(
             {

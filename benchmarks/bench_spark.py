@@ -36,6 +36,8 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
+from monitor.terminal import print_table
+
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_counts import END, run_cli, values
 from bench_files import write_config, write_files
@@ -191,8 +193,8 @@ def main() -> None:
             }
     spark, duck = results["ticks/Spark local[2], whole window"], results["ticks/DuckDB, whole window"]
     ratio = spark["later_median"] / duck["later_median"]
-    Console().print(cli)
-    Console().print(ticks)
+    print_table(Console(), cli)
+    print_table(Console(), ticks)
     Console().print(f"a later tick of the whole window: Spark / DuckDB = {ratio:.1f}x")
     load = {"load_before": round(load_before, 2), "load_after": round(os.getloadavg()[0], 2)}
     print(json.dumps({"now": NOW.isoformat(), "rows": args.rows, **load, **results}))

@@ -42,6 +42,7 @@ from monitor.config import settings_from_dict
 from monitor.demo import IDENTITIES, PREVALENCE
 from monitor.evaluation import Evaluator, build_evaluators
 from monitor.results import ModelEvaluation
+from monitor.terminal import print_table
 
 FIRST_TICK = datetime(2026, 11, 22, 9, 17, 30, tzinfo=UTC)  # between pane boundaries
 
@@ -222,7 +223,7 @@ def main() -> None:
             f"{r['kept_combinations']:,}",
             str(r["identical"]),
         )
-    console.print(table)
+    print_table(console, table)
     print(json.dumps({"per_day": args.per_day, "ticks": args.ticks, "results": results}))
 
 
