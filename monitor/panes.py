@@ -13,7 +13,7 @@ into one table once per change of the set of panes in use (about twice an hour),
 
 Rows that land in a pane after it was sealed (*late rows*) would be missed; every
 ``panes.recheck`` the kept panes are recounted in one statement (rows per block of consecutive
-panes, one pass, no rows returned). A block whose total changed is dropped and read again at
+panes, no rows returned: an index range per block where the timestamps are indexed, else one pass). A block whose total changed is dropped and read again at
 once, and the rows it gained are reported as late (``fairwatch_late_rows_total``).
 
 Limits, by design: rows whose timestamp cannot be read are counted (``timestamp_invalid``)

@@ -67,6 +67,9 @@ Instant = tuple[sa.ColumnElement[Any], Callable[[datetime, str], sa.ColumnElemen
 #: a log whose rows are compared with a bound in more than one way (text files: epoch numbers
 #: against one bound, ISO text against another; :mod:`monitor.sources.text_timestamps`).
 Between = Callable[[datetime, datetime, str, str], sa.ColumnElement[bool]]
+#: An index-friendly condition that holds for every row in ``[start, end)`` (and maybe a few more),
+#: its bind parameters named after the last argument.
+Prefilter = Callable[[datetime, datetime, str], sa.ColumnElement[bool]]
 
 
 @dataclass(frozen=True)
@@ -140,12 +143,13 @@ def count_statement(
     instant: Instant | Between,
     *,
     read: tuple[datetime, datetime],
-    prefilter: sa.ColumnElement[bool] | None = None,
+    prefilter: Prefilter | None = None,
     invalid: sa.ColumnElement[bool] | None = None,
     flagged: Collection[str] = (),
     sqlite: bool,
     grouped: bool = True,
     totals: bool = False,
+    indexed: bool = False,
     round_score: bool = False,
     extra: Sequence[sa.Label[Any]] = (),
 ) -> sa.Select[Any]:
@@ -154,11 +158,15 @@ def count_statement(
     With ``grouped=False``, only the inner statement: each row's keys, to be counted by
     :func:`count_keys` (where the database's own ``GROUP BY`` is the slow part: SQLite sorts).
     With ``totals=True``, one row: the number of rows in each of the request's ranges
-    (``sum(CASE ...)`` in one pass, no sort; the request's columns are not read).
+    (the request's columns are not read). Where the timestamps are ``indexed`` (a table, not a
+    query), each range is a ``count(*)`` subquery of its own, an index range each; else one pass,
+    ``sum(CASE ...)`` per range - for each row, every range's comparison (on SQLite's text
+    timestamps a ``julianday`` each: an hour's recount of 24 kept panes took 2.5 s per million
+    rows in one pass, 0.1 s by ranges).
 
     ``instant`` reads the stored timestamp as something the database compares exactly (or is
-    the comparison itself, :data:`Between`); ``prefilter`` (an index-friendly condition) is
-    ANDed in; rows where ``invalid`` holds are kept and marked in :data:`INVALID_TIMESTAMP`
+    the comparison itself, :data:`Between`); ``prefilter`` (an index-friendly condition for a
+    range) is ANDed in; rows where ``invalid`` holds are kept and marked in :data:`INVALID_TIMESTAMP`
     (they are rejected, as the row path does, unless the caller places them: see ``extra``).
     The indicator attributes in ``flagged`` (see :func:`flaggable`) become flags; the others'
     columns are grouped by as stored. With ``round_score`` (the source knows the score column
@@ -177,9 +185,22 @@ def count_statement(
     insides = [between(start, end, f"lo_{i}", f"hi_{i}") for i, (start, end) in enumerate(request.ranges)]
     lo, hi = read
     where = between(lo, hi, "read_lo", "read_hi")
+    if totals and indexed:
+        counts: list[sa.ColumnElement[Any]] = []
+        for i, (start, end) in enumerate(request.ranges):
+            start, end = max(start, lo), min(end, hi)  # within the read range, as one pass counts
+            if start >= end:
+                counts.append(sa.literal(0))
+                continue
+            inside = between(start, end, f"lo_{i}", f"hi_{i}")
+            if prefilter is not None:
+                inside = sa.and_(prefilter(start, end, f"day_{i}"), inside)
+            counts.append(sa.select(sa.func.count()).select_from(source).where(inside).scalar_subquery())
+        return sa.select(*(n.label(range_column(i)) for i, n in enumerate(counts)))
+    if prefilter is not None:
+        where = sa.and_(prefilter(lo, hi, "day"), where)
     if totals:
         sums = [sa.func.coalesce(sa.func.sum(sa.case((inside, 1), else_=0)), 0) for inside in insides]
-        where = where if prefilter is None else sa.and_(prefilter, where)
         return (
             sa.select(*(n.label(range_column(i)) for i, n in enumerate(sums)))
             .select_from(source)
@@ -200,8 +221,6 @@ def count_statement(
         keys.append(sa.case((invalid, 1), else_=0).label(INVALID_TIMESTAMP))
         where = sa.or_(where, invalid)
     keys += extra
-    if prefilter is not None:
-        where = sa.and_(prefilter, where)
     each = sa.select(*keys).select_from(source).where(where)
     if not grouped:
         return each

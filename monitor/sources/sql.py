@@ -48,6 +48,7 @@ from monitor.sources.counts import (
     CountRequest,
     Instant,
     LabelJoin,
+    Prefilter,
     count_keys,
     count_statement,
     counted_batch,
@@ -121,6 +122,7 @@ class SqlSource:
         self._encoding: TimestampEncoding | None = None
         self._warned_unknown = False
         self._warned_reflection = False
+        self._timestamp_indexed = False  # an index leads with the timestamp column (found when reflected)
 
     def _bound_statements(self) -> None:
         """``source.timeout`` per statement: PostgreSQL's ``statement_timeout`` (lock waits
@@ -384,14 +386,19 @@ class SqlSource:
             kind = "no rows yet" if encoding is None else f"timestamps stored as {encoding.kind}"
             self._rows_instead(f"{kind}: no exact instant to filter on in the database")
             return None
-        prefilter = invalid = None
+        prefilter: Prefilter | None = None
+        invalid = None
         if encoding.kind in ("iso", "iso_day"):  # SQLite text: the whole-day text range uses an index
-            low, high, sql_type = encoding.bounds(start, end) or (None, None, None)
-            prefilter = sa.and_(
-                column >= sa.bindparam("day_lo", low, type_=sql_type),
-                column < sa.bindparam("day_hi", high, type_=sql_type),
-            )
-            invalid = instant[0].is_(None)
+            text_encoding = encoding
+
+            def day_range(lo: datetime, hi: datetime, name: str) -> sa.ColumnElement[bool]:
+                low, high, sql_type = text_encoding.bounds(lo, hi) or (None, None, None)
+                return sa.and_(
+                    column >= sa.bindparam(f"{name}_lo", low, type_=sql_type),
+                    column < sa.bindparam(f"{name}_hi", high, type_=sql_type),
+                )
+
+            prefilter, invalid = day_range, instant[0].is_(None)
         return count_statement(
             source,
             request,
@@ -403,6 +410,7 @@ class SqlSource:
             sqlite=self._is_sqlite,
             grouped=grouped,
             totals=totals,
+            indexed=self._query is None and request.labels is None and self._timestamp_indexed,
             round_score=self._rounds_in_sql(request.score),
         )
 
@@ -628,6 +636,7 @@ class SqlSource:
         if table is None:
             raise SourceError(f"table {name!r} not found: {self.describe()}")
         names = [c.name for c in table.columns]
+        self._timestamp_indexed = self._leads_an_index(conn, self.timestamp_column)
         self._numeric = numeric_columns(table)
         self._text = frozenset(c.name for c in table.columns if isinstance(c.type, sa.String))
         self._single = frozenset(c.name for c in table.columns if isinstance(c.type, sa.REAL))
@@ -638,6 +647,17 @@ class SqlSource:
         # Untyped columns: values come back as the driver returns them. SQLAlchemy's SQLite DATETIME
         # type would otherwise try to parse ISO text it did not write itself, and fail.
         return sa.table(name, *(sa.column(n) for n in names), schema=schema)
+
+    def _leads_an_index(self, conn: Connection, column: str | None) -> bool:
+        """Whether an index of the table starts with ``column`` (then a time range is an index range)."""
+        if column is None:
+            return False
+        try:
+            indexes = sa.inspect(conn).get_indexes(self.config.table or "", schema=self.config.schema_)
+        except Exception:  # a dialect that cannot tell (duckdb-engine): assume none
+            conn.rollback()
+            return False
+        return any(list(index["column_names"])[:1] == [column] for index in indexes)
 
     def _timestamp_encoding(
         self, conn: Connection, source: sa.TableClause | sa.Subquery

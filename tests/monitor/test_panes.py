@@ -160,9 +160,13 @@ def test_postgres_ticks_through_panes_equal_whole_reads(
     assert_panes_served(run_ticks(postgres_store(early), frame))
 
 
-def test_late_rows_are_counted_and_folded_in_at_the_recheck(tmp_path: Path) -> None:
+@pytest.mark.parametrize("indexed", [False, True], ids=["one-pass-recount", "recount-by-index-ranges"])
+def test_late_rows_are_counted_and_folded_in_at_the_recheck(tmp_path: Path, indexed: bool) -> None:
     _early, frame = growing_log()
     store = sqlite_store(tmp_path, frame[frame["ts"] < TICKS[3]], "epoch-float")
+    if indexed:
+        with sqlite3.connect(store.source["url"].removeprefix("sqlite:///")) as conn:
+            conn.execute("CREATE INDEX predictions_ts ON predictions (ts)")
     through, whole = evaluators(store)
     for tick in TICKS[:3]:
         through.evaluate(tick)

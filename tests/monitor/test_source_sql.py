@@ -22,6 +22,7 @@ import sqlalchemy as sa
 from monitor.config import SourceConfig
 from monitor.errors import ConfigError, SourceError
 from monitor.sources import build_source
+from monitor.sources.counts import CountRequest
 from monitor.sources.sql import SqlSource, TimestampEncoding, detect_encoding
 from tests.servers import free_port
 
@@ -213,6 +214,43 @@ def test_the_extremes_probe_uses_the_index(tmp_path: Path, make_source: MakeSour
         plan = [row[-1] for row in conn.execute(f"EXPLAIN QUERY PLAN {probe}")]
     assert not any(step.startswith("SCAN predictions") for step in plan), plan
     assert any("USING COVERING INDEX predictions_ts" in step for step in plan), plan
+
+
+@pytest.mark.parametrize("indexed", [True, False])
+def test_range_totals_count_each_range_by_the_index(
+    tmp_path: Path, make_source: MakeSource, indexed: bool
+) -> None:
+    """The recount of kept panes: rows per range. With an index on the timestamps each range is
+    its own index range (one pass would compare every row with every range: an hourly recount of
+    24 panes took 2.5 s per million rows on SQLite text); without, one pass."""
+    # to the second: SQLite compares text instants through julianday, to the millisecond
+    events = [(i, t.replace(microsecond=0)) for i, t in EVENTS]
+    rows = [(i, iso(t), 0.5) for i, t in events]
+    path = tmp_path / "p.db"
+    url = sqlite_table(path, "id INTEGER, ts TEXT, score REAL", rows)
+    if indexed:
+        with sqlite3.connect(path) as conn:
+            conn.execute("CREATE INDEX predictions_ts ON predictions (ts)")
+    source = make_source(url, table="predictions", timestamp_format="iso_utc")
+    day = timedelta(days=1)
+    ranges = ((START - day, START), (START, END), (END, END + day), (END + day, END + 3 * day))
+    request = CountRequest("ts", (), (), ranges)
+    with captured_statements(source.engine) as seen:
+        totals = source.count_ranges(request, START - day, END + day)
+    # by hand: each range clipped to the read range [START - 1 day, END + 1 day), half-open
+    expected = tuple(
+        sum(max(lo, START - day) <= t < min(hi, END + day) for _, t in events) for lo, hi in ranges
+    )
+    assert totals == expected == (2, 3, 3, 0)  # the last range lies outside the read
+    (statement,) = [s for s, _ in seen if "count(" in s.lower() or "sum(" in s.lower()]
+    with sqlite3.connect(path) as conn:
+        params = next(p for s, p in seen if s == statement)
+        plan = [row[-1] for row in conn.execute(f"EXPLAIN QUERY PLAN {statement}", params)]
+    if indexed:
+        assert not any(step.startswith("SCAN predictions") for step in plan), plan
+        assert sum("INDEX predictions_ts" in step for step in plan) == 3, plan  # a search per range read
+    else:
+        assert "sum(CASE" in statement and sum(step.startswith("SCAN predictions") for step in plan) == 1
 
 
 def test_unrecognised_timestamps_are_filtered_in_pandas_only(
