@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import socket
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -223,7 +225,8 @@ def run_demo(*, host: str, port: int, directory: str, duration: float, speed: fl
 
         fired: set[tuple[str, str]] = set()
         try:
-            _watch(app, clock, fired, footer=footer, duration=duration)
+            with _terminated_as_interrupt():
+                _watch(app, clock, fired, footer=footer, duration=duration)
         except KeyboardInterrupt:
             pass
         finally:
@@ -234,6 +237,24 @@ def run_demo(*, host: str, port: int, directory: str, duration: float, speed: fl
     console.print(f"  {footer()}", soft_wrap=True, highlight=False)
     console.print(f"run it again without acceleration: fairwatch run --config {config}", soft_wrap=True)
     return 0
+
+
+@contextmanager
+def _terminated_as_interrupt() -> Iterator[None]:
+    """SIGTERM (``docker stop``, ``kill``) ends the demo as Ctrl-C does: the service stopped, the
+    summary printed, exit status 0 - not killed in the middle of a write."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _check_port(host: str, port: int) -> None:

@@ -101,3 +101,37 @@ def test_the_demo_stays_until_ctrl_c_and_its_story_repeats(tmp_path: Path) -> No
         first, last = conn.execute("SELECT MIN(ts), MAX(ts) FROM predictions").fetchone()
     span = datetime.fromisoformat(last) - datetime.fromisoformat(first)
     assert 7.5 * 3600 <= span.total_seconds() <= 9 * 3600, span  # kept: 6 h behind, 2-3 h ahead
+
+
+def test_sigterm_ends_the_demo_as_ctrl_c_does(tmp_path: Path) -> None:
+    """``docker stop`` sends SIGTERM: the demo stops its service and says so, exit status 0."""
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "monitor.cli",
+            "demo",
+            "--dir",
+            str(tmp_path / "demo"),
+            "--port",
+            str(free_port()),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and proc.poll() is None:
+            if (tmp_path / "demo" / "demo.log").exists():  # written once the service runs
+                break
+            time.sleep(0.2)
+        time.sleep(2)
+        assert proc.poll() is None, "the demo ended by itself"
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert "demo finished" in err and "Traceback" not in err
