@@ -5,8 +5,9 @@ another log; the service would then report a source failure at its first tick. H
 source is opened once, before anything runs: a SQL table (or view) is reflected with
 SQLAlchemy's inspector and a query is run with ``LIMIT 0`` for its column names; a files
 source's glob must match, and the newest file's columns (a Parquet schema, a CSV header, the
-keys of the first JSON lines) must hold the configured ones. Spark and in-memory sources are
-left to their first read. Each problem names the config key, and the name meant when one is close.
+keys of the first JSON lines) must hold the configured ones; a Spark table or path is opened
+by a Spark job (a local master starts its JVM) for its schema. In-memory sources are left to
+their first read. Each problem names the config key, and the name meant when one is close.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import pyarrow.parquet as pq
 import sqlalchemy as sa
 
 from monitor.config import ModelConfig, Settings, SourceConfig
+from monitor.errors import SourceError
 from monitor.rows import group_columns
 from monitor.secrets import mask_url
 from monitor.suggest import did_you_mean
@@ -93,14 +95,15 @@ def _prediction_columns(model: ModelConfig, where: str) -> dict[str, str]:
 
 
 def _check(where: str, source: SourceConfig, named: dict[str, str]) -> SourceCheck:
-    if source.kind in ("spark", "memory"):
+    if source.kind == "memory":
         return SourceCheck(
-            where, source.kind, (), (), skipped=f"{source.kind} sources are checked by their first read"
+            where, source.kind, (), (), skipped="memory sources are checked by their first read"
         )
+    opened = {"sql": _sql_columns, "spark": _spark_columns}.get(source.kind, _file_columns)
     try:
-        what, columns = _sql_columns(source) if source.kind == "sql" else _file_columns(source)
+        what, columns = opened(source)
     except _Missing as exc:
-        key = "path" if source.kind == "files" else ("table" if source.table else "url")
+        key = "table" if source.table else ("url" if source.kind == "sql" else "path")
         return SourceCheck(where, exc.what, (), (f"{where}.{key}: {exc}",))
     problems = [
         f"{key}: no column `{name}` in {what}{did_you_mean(name, columns)}"
@@ -150,6 +153,19 @@ def _sql_columns(source: SourceConfig) -> tuple[str, list[str]]:
         raise _Missing(what, f"cannot read {what}: {_short_cause(exc)}") from None
     finally:
         engine.dispose()
+
+
+def _spark_columns(source: SourceConfig) -> tuple[str, list[str]]:
+    from monitor.sources.spark import SparkSource  # pyspark: the spark extra
+
+    spark = SparkSource(source, timestamp_column=None)
+    what = spark.describe()
+    try:
+        return what, spark.columns()
+    except SourceError as exc:
+        raise _Missing(what, str(exc)) from None
+    finally:
+        spark.close()
 
 
 def _query_columns(conn: sa.Connection, query: str) -> list[str]:

@@ -141,6 +141,10 @@ class SparkSource:
 
         return self._jobs.run(totals)
 
+    def columns(self) -> list[str]:
+        """The table's or path's column names (a Spark job: a :class:`SourceError` if it cannot be read)."""
+        return self._jobs.run(lambda spark: list(self._frame(spark).columns))
+
     # -- internals ---------------------------------------------------------------------------------
 
     def _frame(self, spark: SparkSession) -> DataFrame:

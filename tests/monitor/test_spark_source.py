@@ -27,6 +27,7 @@ import monitor.sources.spark as spark_module
 from monitor.config import SourceConfig, load_settings, settings_from_dict
 from monitor.errors import ConfigError, SourceError
 from monitor.evaluation import build_evaluators
+from monitor.preflight import check_sources
 from monitor.results import ModelEvaluation
 from monitor.sources.counts import CountRequest
 from monitor.sources.spark import SparkSource
@@ -220,6 +221,18 @@ def test_a_missing_path_is_a_source_error(spark: Any, tmp_path: Path) -> None:
     )
     with pytest.raises(SourceError, match=r"cannot read spark .*\[PATH_NOT_FOUND\] Path does not exist"):
         source.read(NOW - timedelta(hours=1), NOW)
+
+
+def test_validate_connect_opens_a_spark_path_and_names_what_is_missing(spark: Any, tmp_path: Path) -> None:
+    folder = parquet_log(tmp_path / "log", dirty_log(200).rename(columns={"score": "scores"}))
+    (check,) = check_sources(config({"kind": "spark", "path": folder}, aggregate=True))
+    assert "score" not in check.columns and "scores" in check.columns and "ts" in check.columns
+    (problem,) = check.problems
+    assert problem.startswith("models[0].columns.score: no column `score` in spark (master local[2]) path ")
+    assert problem.endswith("(did you mean `scores`?)")
+    (missing,) = check_sources(config({"kind": "spark", "path": str(tmp_path / "nothing")}, aggregate=True))
+    (problem,) = missing.problems
+    assert problem.startswith("models[0].source.path: cannot read spark") and "PATH_NOT_FOUND" in problem
 
 
 def test_a_stuck_job_is_cancelled_after_source_timeout(spark: Any, endless_log: str) -> None:
