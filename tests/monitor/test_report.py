@@ -149,6 +149,7 @@ def test_check_writes_the_report_of_its_evaluation(demo_config: Path, tmp_path: 
             ["--start", "2026-11-01T04:00:00Z", "--end", "2026-11-01T05:00:00Z", "--step", "2h"],
             "--step 2h is longer than the period from --start to --end (1h)",
         ),
+        (["--end", "0001-01-01T00:30:00Z"], "would begin before the year 1"),  # was an OverflowError
     ],
 )
 def test_bad_report_arguments_are_one_line_errors(
