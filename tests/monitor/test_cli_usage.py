@@ -212,3 +212,38 @@ def test_a_busy_port_is_one_line_naming_it(tmp_path: Path, capsys: pytest.Captur
     err = " ".join(capsys.readouterr().err.split())
     assert status == 1 and "Traceback" not in err
     assert f"error: cannot serve on 127.0.0.1:{port}: Address already in use (choose another --port)" in err
+
+
+@pytest.mark.parametrize(
+    ("host", "refusal", "expected"),
+    [
+        # TEST-NET-1 (RFC 5737): an address of no machine here
+        ("192.0.2.1", None, "cannot serve on 192.0.2.1:0: Cannot assign requested address (check --host)"),
+        # a name that does not resolve (the lookup's answer, without asking a resolver)
+        (
+            "nonsense.invalid",
+            socket.gaierror(socket.EAI_NONAME, "Name or service not known"),
+            "cannot serve on nonsense.invalid:0: Name or service not known (check --host)",
+        ),
+    ],
+)
+def test_a_bad_host_is_one_line_naming_it(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    host: str,
+    refusal: OSError | None,
+    expected: str,
+) -> None:
+    # was 'Unknown error -2 (choose another --port)' for a name, and sent the reader to the port
+    if refusal is not None:
+
+        def refuse(*args: object, **kwargs: object) -> None:
+            raise refusal
+
+        monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    status = main(["demo", "--dir", str(tmp_path / "demo"), "--host", host, "--port", "0", "--duration", "1"])
+    err = " ".join(capsys.readouterr().err.split())
+    assert status == 1 and "Traceback" not in err
+    assert f"error: {expected}" in err
+    assert not (tmp_path / "demo").exists()  # said before the log is written
