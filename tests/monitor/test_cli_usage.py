@@ -70,6 +70,8 @@ def test_the_top_level_help_lists_every_subcommand(capsys: pytest.CaptureFixture
         (["demo", "--speed", "-5"], "argument --speed: must be above 0, got -5"),
         (["demo", "--speed", "0"], "argument --speed: must be above 0, got 0"),
         (["demo", "--speed", "fast"], "argument --speed: not a number: 'fast'"),
+        # once an OverflowError from the simulated clock, a traceback
+        (["demo", "--speed", "1e308"], "argument --speed: must be at most 86400, got 1e308"),
         (["demo", "--duration", "-1"], "argument --duration: must be at least 0, got -1"),
         (["demo", "--duration", "nan"], "argument --duration: must be a finite number"),
         (["demo", "--port", "70000"], "argument --port: a port lies between 0 and 65535, got 70000"),
