@@ -100,7 +100,7 @@ def _check(where: str, source: SourceConfig, named: dict[str, str]) -> SourceChe
     try:
         what, columns = _sql_columns(source) if source.kind == "sql" else _file_columns(source)
     except _Missing as exc:
-        key = "path" if source.kind == "files" else ("table" if source.table else "url")
+        key = exc.key or ("path" if source.kind == "files" else ("table" if source.table else "url"))
         return SourceCheck(where, exc.what, (), (f"{where}.{key}: {exc}",))
     problems = [
         f"{key}: no column `{name}` in {what}{did_you_mean(name, columns)}"
@@ -113,14 +113,18 @@ def _check(where: str, source: SourceConfig, named: dict[str, str]) -> SourceChe
 class _Missing(Exception):
     """The source itself cannot be opened: no database, table or file."""
 
-    def __init__(self, what: str, problem: str) -> None:
+    def __init__(self, what: str, problem: str, key: str | None = None) -> None:
         super().__init__(problem)
         self.what = what
+        self.key = key  # the source's config key at fault, when not the usual one
 
 
 def _sql_columns(source: SourceConfig) -> tuple[str, list[str]]:
     assert source.url is not None
-    url = sa.make_url(source.url)
+    try:
+        url = sa.make_url(source.url)
+    except (sa.exc.ArgumentError, ValueError):  # its message may quote the URL, password included
+        raise _Missing("a sql source", "not a valid SQLAlchemy URL (dialect+driver://...)", "url") from None
     shown = mask_url(url.render_as_string(hide_password=False))
     name = f"{source.schema_}.{source.table}" if source.schema_ else source.table
     what = f"table {name!r} in {shown}" if source.table else f"the query's result on {shown}"
@@ -132,7 +136,10 @@ def _sql_columns(source: SourceConfig) -> tuple[str, list[str]]:
     options: dict[str, Any] = {}
     if url.get_backend_name() == "postgresql":
         options["connect_args"] = {"connect_timeout": 10}
-    engine = sa.create_engine(url, **options)
+    try:
+        engine = sa.create_engine(url, **options)
+    except (sa.exc.NoSuchModuleError, ImportError) as exc:  # a dialect or its driver not installed
+        raise _Missing(what, f"cannot use {shown}: {exc}", "url") from None
     try:
         with engine.connect() as conn:
             if source.query:
