@@ -11,6 +11,7 @@ left to their first read. Each problem names the config key, and the name meant 
 
 from __future__ import annotations
 
+import csv
 import glob
 import gzip
 import json
@@ -192,14 +193,12 @@ def _file_columns(source: SourceConfig) -> tuple[str, list[str]]:
         opener: Any = gzip.open if newest.lower().endswith(".gz") else open
         with opener(newest, "rt", encoding="utf-8") as fh:
             columns = _csv_header(fh) if fmt == "csv" else _json_keys(fh)
-    except (OSError, ValueError, UnicodeDecodeError) as exc:
+    except (OSError, ValueError, UnicodeDecodeError, csv.Error) as exc:
         raise _Missing(what, f"cannot read {newest}: {exc}") from None
     return f"{newest} ({len(paths)} file(s) match)", columns
 
 
 def _csv_header(lines: Iterable[str]) -> list[str]:
-    import csv
-
     return next(csv.reader(lines), [])
 
 

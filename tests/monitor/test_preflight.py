@@ -203,3 +203,19 @@ def test_sqlite_views_count_as_tables(demo: Path, tmp_path: Path, capsys: pytest
     )
     status, lines = _validate(config, capsys)
     assert status == 0, lines
+
+
+def test_a_csv_header_the_csv_reader_refuses_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # an unterminated quote in the header reads the rest of the file as one field: past the csv
+    # module's field limit (128 KiB) that was a csv.Error traceback
+    path = tmp_path / "predictions.csv"
+    path.write_text('id,ts,"score,label,race\n' + "1,2026-11-01T00:00:00Z,0.5,1,a\n" * 6000)
+    config = tmp_path / "config.yaml"
+    config.write_text(FILES_CONFIG.format(path=path))
+    status, lines = _validate(config, capsys)
+    assert status == 1 and not any("Traceback" in line for line in lines)
+    assert f"error: models[0].source.path: cannot read {path}: field larger than field limit" in "\n".join(
+        lines
+    )
