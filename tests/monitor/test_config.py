@@ -202,3 +202,16 @@ def test_runbook_url_is_a_url_without_a_fragment(tmp_path: Path) -> None:
     bad = SKETCH.replace("alerts:\n", "alerts:\n  runbook_url: https://wiki.example.internal/runbook#top\n")
     with pytest.raises(ConfigError, match=r"alerts\.runbook_url.*without a #fragment"):
         load_settings(write(tmp_path, bad))
+
+
+def test_a_config_that_is_not_utf8_is_named_with_its_line(tmp_path: Path) -> None:
+    # a comment saved as Latin-1: once a UnicodeDecodeError traceback from validate
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes(SKETCH.replace("threshold: 0.5", "threshold: 0.5  # seuil fixé").encode("latin-1"))
+    line = next(i for i, text in enumerate(SKETCH.splitlines(), 1) if "threshold: 0.5" in text)
+    column = len("    threshold: 0.5  # seuil fix") + 1
+    with pytest.raises(ConfigError) as info:
+        load_settings(path)
+    assert str(info.value) == (
+        f"{path}:{line}: not UTF-8 text (byte 0xe9 at line {line}, column {column}): save the config as UTF-8"
+    )
