@@ -43,8 +43,8 @@ class HelpFormatter(argparse.HelpFormatter):
         return f"{text} (default: %(default)s)" if shown else text
 
 
-def number(*, minimum: float, inclusive: bool = True) -> Callable[[str], float]:
-    """A finite float at least (or above, ``inclusive=False``) ``minimum``."""
+def number(*, minimum: float, inclusive: bool = True, maximum: float = math.inf) -> Callable[[str], float]:
+    """A finite float at least (or above, ``inclusive=False``) ``minimum`` and at most ``maximum``."""
 
     def parse(text: str) -> float:
         try:
@@ -56,6 +56,8 @@ def number(*, minimum: float, inclusive: bool = True) -> Callable[[str], float]:
         if value < minimum or (value == minimum and not inclusive):
             bound = f"at least {minimum:g}" if inclusive else f"above {minimum:g}"
             raise argparse.ArgumentTypeError(f"must be {bound}, got {text}")
+        if value > maximum:
+            raise argparse.ArgumentTypeError(f"must be at most {maximum:g}, got {text}")
         return value
 
     parse.__name__ = "number"  # argparse names the type in some messages

@@ -259,6 +259,11 @@ def run_backfill(
     """``fairwatch backfill``: checks the range, shows progress on ``console``, writes ``output`` (a
     file, replaced only once complete) or standard output."""
     instants = backfill_instants(start, end, step, now=datetime.now(UTC))
+    if output is not None:  # said now, not after the evaluations, and of this path, not its temporary twin
+        if output.is_dir():
+            raise ConfigError(f"--output {output} is a directory: name the file to write")
+        if not output.parent.is_dir():
+            raise ConfigError(f"--output {output}: no directory {output.parent}")
     n_models = len(set(models)) if models else len(settings.models)
     progress = Progress(
         TextColumn("backfill"),

@@ -199,9 +199,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     d.add_argument(
         "--speed",
-        type=number(minimum=0, inclusive=False),
+        # faster, the evaluations only skip ticks, and the simulated clock soon runs past datetime's year 9999
+        type=number(minimum=0, inclusive=False, maximum=86400),
         default=600,
-        help="simulated seconds per real second",
+        help="simulated seconds per real second, at most 86400 (a day)",
     )
 
     r = _subcommand(

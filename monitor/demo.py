@@ -15,6 +15,7 @@ table, whose footer counts skipped ticks and warnings.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import signal
@@ -258,15 +259,19 @@ def _terminated_as_interrupt() -> Iterator[None]:
 
 
 def _check_port(host: str, port: int) -> None:
-    """A busy port is said before the log is written, in one line."""
+    """A busy port or a bad host is said before the log is written, in one line."""
     try:
+        # the name first: create_server's bind folds a failed lookup into an OSError of errno -2,
+        # which os.strerror calls 'Unknown error -2'
+        socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
         with socket.create_server((host, port)):
             pass
     except OSError as exc:
-        raise FairwatchError(
-            f"cannot serve on {host}:{port}: {os.strerror(exc.errno) if exc.errno else exc} "
-            "(choose another --port)"
-        ) from exc
+        # a busy or privileged port, or a --host that is no address of this machine
+        why = os.strerror(exc.errno) if exc.errno and exc.errno > 0 else exc.strerror or str(exc)
+        why = why.split(" (while attempting to bind", 1)[0]  # create_server's addition: said below
+        hint = "choose another --port" if exc.errno in (errno.EADDRINUSE, errno.EACCES) else "check --host"
+        raise FairwatchError(f"cannot serve on {host}:{port}: {why} ({hint})") from exc
 
 
 def _watch(

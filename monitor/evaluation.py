@@ -30,6 +30,7 @@ from metrics_core.stats.contrasts import Method
 from monitor.attributes import attributes
 from monitor.config import ModelConfig, Settings
 from monitor.counting import count_request, counts_suffice, label_join
+from monitor.errors import ConfigError
 from monitor.label_join import join_labels
 from monitor.panes import Panes, PanesRead
 from monitor.results import GroupStats, ModelEvaluation, WindowResult
@@ -76,7 +77,15 @@ class Evaluator:
 
     def spans(self, now: datetime) -> list[_Span]:
         d = self.model.label_delay
-        return [_Span(w.name, now - w.length, now, now - d - w.length, now - d) for w in self.model.windows]
+        try:
+            return [
+                _Span(w.name, now - w.length, now, now - d - w.length, now - d) for w in self.model.windows
+            ]
+        except OverflowError:  # datetime's own message, 'date value out of range', names nothing
+            raise ConfigError(
+                f"model {self.model.name}: its windows at {now.isoformat()} (less their length and the "
+                f"label_delay, {d}) would begin before the year 1"
+            ) from None
 
     def evaluate(
         self, now: datetime, *, start: datetime | None = None, end: datetime | None = None

@@ -12,6 +12,7 @@ their first read. Each problem names the config key, and the name meant when one
 
 from __future__ import annotations
 
+import csv
 import glob
 import gzip
 import json
@@ -103,7 +104,7 @@ def _check(where: str, source: SourceConfig, named: dict[str, str]) -> SourceChe
     try:
         what, columns = opened(source)
     except _Missing as exc:
-        key = "table" if source.table else ("url" if source.kind == "sql" else "path")
+        key = exc.key or ("table" if source.table else ("url" if source.kind == "sql" else "path"))
         return SourceCheck(where, exc.what, (), (f"{where}.{key}: {exc}",))
     problems = [
         f"{key}: no column `{name}` in {what}{did_you_mean(name, columns)}"
@@ -116,14 +117,18 @@ def _check(where: str, source: SourceConfig, named: dict[str, str]) -> SourceChe
 class _Missing(Exception):
     """The source itself cannot be opened: no database, table or file."""
 
-    def __init__(self, what: str, problem: str) -> None:
+    def __init__(self, what: str, problem: str, key: str | None = None) -> None:
         super().__init__(problem)
         self.what = what
+        self.key = key  # the source's config key at fault, when not the usual one
 
 
 def _sql_columns(source: SourceConfig) -> tuple[str, list[str]]:
     assert source.url is not None
-    url = sa.make_url(source.url)
+    try:
+        url = sa.make_url(source.url)
+    except (sa.exc.ArgumentError, ValueError):  # its message may quote the URL, password included
+        raise _Missing("a sql source", "not a valid SQLAlchemy URL (dialect+driver://...)", "url") from None
     shown = mask_url(url.render_as_string(hide_password=False))
     name = f"{source.schema_}.{source.table}" if source.schema_ else source.table
     what = f"table {name!r} in {shown}" if source.table else f"the query's result on {shown}"
@@ -135,7 +140,10 @@ def _sql_columns(source: SourceConfig) -> tuple[str, list[str]]:
     options: dict[str, Any] = {}
     if url.get_backend_name() == "postgresql":
         options["connect_args"] = {"connect_timeout": 10}
-    engine = sa.create_engine(url, **options)
+    try:
+        engine = sa.create_engine(url, **options)
+    except (sa.exc.NoSuchModuleError, ImportError) as exc:  # a dialect or its driver not installed
+        raise _Missing(what, f"cannot use {shown}: {exc}", "url") from None
     try:
         with engine.connect() as conn:
             if source.query:
@@ -201,14 +209,12 @@ def _file_columns(source: SourceConfig) -> tuple[str, list[str]]:
         opener: Any = gzip.open if newest.lower().endswith(".gz") else open
         with opener(newest, "rt", encoding="utf-8") as fh:
             columns = _csv_header(fh) if fmt == "csv" else _json_keys(fh)
-    except (OSError, ValueError, UnicodeDecodeError) as exc:
+    except (OSError, ValueError, UnicodeDecodeError, csv.Error) as exc:
         raise _Missing(what, f"cannot read {newest}: {exc}") from None
     return f"{newest} ({len(paths)} file(s) match)", columns
 
 
 def _csv_header(lines: Iterable[str]) -> list[str]:
-    import csv
-
     return next(csv.reader(lines), [])
 
 

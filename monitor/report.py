@@ -234,6 +234,11 @@ def instants(start: datetime | None, end: datetime, step: timedelta | None) -> l
     if step <= timedelta(0):
         raise ValueError("--step must be positive")
     count = math.floor((end - start) / step)
+    if count == 0:  # else a report of no evaluation, written as if all were well
+        raise ValueError(
+            f"--step {_duration(step)} is longer than the period from --start to --end "
+            f"({_duration(end - start)}): no evaluation in it"
+        )
     if count > 10_000:
         raise ValueError(f"{count} evaluations: choose a longer --step (at most 10,000 per model)")
     times = [end - step * i for i in range(count)]

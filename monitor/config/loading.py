@@ -127,6 +127,13 @@ def load_settings(path: str | Path, *, environ: dict[str, str] | None = None) ->
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read config file {p}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:  # a config saved as Latin-1 or UTF-16, say
+        before = exc.object[: exc.start]
+        line, column = before.count(b"\n") + 1, exc.start - before.rfind(b"\n")
+        raise ConfigError(
+            f"{p}:{line}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at line {line}, column {column}): "
+            "save the config as UTF-8"
+        ) from None
     try:
         node = yaml.compose(_named_stream(text, p), Loader=yaml.SafeLoader)
         _check_expansion(node, p)

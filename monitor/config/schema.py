@@ -70,7 +70,10 @@ def parse_duration(value: Any) -> timedelta:
         seconds = float(match.group(1)) * _UNITS[match.group(2)]
     if not math.isfinite(seconds) or seconds < 0:
         raise ValueError(f"a duration must be finite and non-negative, got {value!r}")
-    return timedelta(seconds=seconds)
+    try:
+        return timedelta(seconds=seconds)
+    except OverflowError:  # beyond timedelta's 999,999,999 days (pydantic passes only ValueError on)
+        raise ValueError(f"a duration must be at most {timedelta.max.days:,} days, got {value!r}") from None
 
 
 Duration = Annotated[timedelta, BeforeValidator(parse_duration)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from datetime import datetime
 from typing import TypedDict, TypeVar
@@ -119,6 +120,9 @@ class HistoryData(TypedDict):
 HISTORY_COLUMNS = ["evaluated_at", "value", "ci_lower", "ci_upper", "fair_min", "fair_max", "state"]
 
 
+_PLUS_OFFSET = re.compile(r"(?<=\d) (\d\d(?::?\d\d)?)$")
+
+
 def history_data(history: History, params: Mapping[str, list[str]]) -> HistoryData:
     """The ``data`` object of ``/api/v1/history``: every kept series of the ``model`` parameters
     (default: all), filtered by ``window``, ``metric``, ``attribute`` and ``group`` and from
@@ -126,8 +130,9 @@ def history_data(history: History, params: Mapping[str, list[str]]) -> HistoryDa
     since = None
     if "since" in params:
         text = params["since"][0]
+        # a '+' typed into the URL arrives as a space (form encoding): ...T12:00:00 02:00 is +02:00
         try:
-            since = datetime.fromisoformat(text.replace("Z", "+00:00"))
+            since = datetime.fromisoformat(_PLUS_OFFSET.sub(r"+\1", text).replace("Z", "+00:00"))
         except ValueError:
             raise ValueError(f"since: not an ISO 8601 time: {_short(text)}") from None
         if since.tzinfo is None:

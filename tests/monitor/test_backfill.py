@@ -205,6 +205,27 @@ def test_bad_arguments_are_named_without_a_traceback(
     assert not output.exists()
 
 
+@pytest.mark.parametrize("where", ["a directory", "in no directory"])
+def test_an_output_that_cannot_be_a_file_is_named_before_evaluating(
+    config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], where: str
+) -> None:
+    # was 'Is a directory: .../.out.<pid>.tmp' after every evaluation, naming the temporary file
+    base = tmp_path / "target"
+    base.mkdir()
+    output = base / "out"
+    expected = f"--output {output} is a directory"
+    if where == "a directory":
+        output.mkdir()
+    else:
+        output = base / "missing" / "history.om"
+        expected = f"--output {output}: no directory {output.parent}"
+    argv = ["backfill", "--config", str(config), "--start", "2026-01-01", "--end", "2026-01-02"]
+    assert main([*argv, "--output", str(output)]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert expected in err and "backfill" not in err.split("config error")[0]  # no progress bar drawn
+    assert sorted(p.name for p in base.rglob("*")) == (["out"] if where == "a directory" else [])
+
+
 def test_a_label_fairwatch_sets_itself_is_refused(
     config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -70,6 +70,8 @@ def test_the_top_level_help_lists_every_subcommand(capsys: pytest.CaptureFixture
         (["demo", "--speed", "-5"], "argument --speed: must be above 0, got -5"),
         (["demo", "--speed", "0"], "argument --speed: must be above 0, got 0"),
         (["demo", "--speed", "fast"], "argument --speed: not a number: 'fast'"),
+        # once an OverflowError from the simulated clock, a traceback
+        (["demo", "--speed", "1e308"], "argument --speed: must be at most 86400, got 1e308"),
         (["demo", "--duration", "-1"], "argument --duration: must be at least 0, got -1"),
         (["demo", "--duration", "nan"], "argument --duration: must be a finite number"),
         (["demo", "--port", "70000"], "argument --port: a port lies between 0 and 65535, got 70000"),
@@ -212,3 +214,38 @@ def test_a_busy_port_is_one_line_naming_it(tmp_path: Path, capsys: pytest.Captur
     err = " ".join(capsys.readouterr().err.split())
     assert status == 1 and "Traceback" not in err
     assert f"error: cannot serve on 127.0.0.1:{port}: Address already in use (choose another --port)" in err
+
+
+@pytest.mark.parametrize(
+    ("host", "refusal", "expected"),
+    [
+        # TEST-NET-1 (RFC 5737): an address of no machine here
+        ("192.0.2.1", None, "cannot serve on 192.0.2.1:0: Cannot assign requested address (check --host)"),
+        # a name that does not resolve (the lookup's answer, without asking a resolver)
+        (
+            "nonsense.invalid",
+            socket.gaierror(socket.EAI_NONAME, "Name or service not known"),
+            "cannot serve on nonsense.invalid:0: Name or service not known (check --host)",
+        ),
+    ],
+)
+def test_a_bad_host_is_one_line_naming_it(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    host: str,
+    refusal: OSError | None,
+    expected: str,
+) -> None:
+    # was 'Unknown error -2 (choose another --port)' for a name, and sent the reader to the port
+    if refusal is not None:
+
+        def refuse(*args: object, **kwargs: object) -> None:
+            raise refusal
+
+        monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    status = main(["demo", "--dir", str(tmp_path / "demo"), "--host", host, "--port", "0", "--duration", "1"])
+    err = " ".join(capsys.readouterr().err.split())
+    assert status == 1 and "Traceback" not in err
+    assert f"error: {expected}" in err
+    assert not (tmp_path / "demo").exists()  # said before the log is written

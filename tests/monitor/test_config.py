@@ -82,10 +82,17 @@ def test_durations(text: object, seconds: float) -> None:
     assert parse_duration(text).total_seconds() == seconds
 
 
-@pytest.mark.parametrize("bad", ["5 minutes", "-1s", "", "1y", True])
+@pytest.mark.parametrize("bad", ["5 minutes", "-1s", "", "1y", True, "99999999999d", 1e300])
 def test_bad_durations_are_refused(bad: object) -> None:
     with pytest.raises(ValueError):
         parse_duration(bad)
+
+
+def test_a_duration_beyond_timedelta_names_its_key(tmp_path: Path) -> None:
+    # once an OverflowError from timedelta, which pydantic does not catch: a traceback from validate
+    bad = SKETCH.replace("interval: 60s", "interval: 99999999999d")
+    with pytest.raises(ConfigError, match=r"models\[0\]\.interval.*at most 999,999,999 days"):
+        load_settings(write(tmp_path, bad))
 
 
 def test_error_names_the_key_and_line(tmp_path: Path) -> None:
@@ -195,3 +202,16 @@ def test_runbook_url_is_a_url_without_a_fragment(tmp_path: Path) -> None:
     bad = SKETCH.replace("alerts:\n", "alerts:\n  runbook_url: https://wiki.example.internal/runbook#top\n")
     with pytest.raises(ConfigError, match=r"alerts\.runbook_url.*without a #fragment"):
         load_settings(write(tmp_path, bad))
+
+
+def test_a_config_that_is_not_utf8_is_named_with_its_line(tmp_path: Path) -> None:
+    # a comment saved as Latin-1: once a UnicodeDecodeError traceback from validate
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes(SKETCH.replace("threshold: 0.5", "threshold: 0.5  # seuil fixé").encode("latin-1"))
+    line = next(i for i, text in enumerate(SKETCH.splitlines(), 1) if "threshold: 0.5" in text)
+    column = len("    threshold: 0.5  # seuil fix") + 1
+    with pytest.raises(ConfigError) as info:
+        load_settings(path)
+    assert str(info.value) == (
+        f"{path}:{line}: not UTF-8 text (byte 0xe9 at line {line}, column {column}): save the config as UTF-8"
+    )

@@ -332,6 +332,11 @@ def test_history_api_returns_the_kept_points(live: Live) -> None:
     muslim = live.get("/api/v1/history?group=muslim&window=1h").json()["data"]["series"][0]
     assert muslim["points"][0][1:4] == [None, None, None]  # NaN is null in JSON, never 0
     assert live.get("/api/v1/history?since=2026-03-01T12:00:01Z").json()["data"]["series"] == []
+    # the offset the error asks for, typed into the URL as is: its '+' arrives as a space
+    for offset, kept in (("+00:00", 0), ("+01:00", 1), ("%2B00:00", 0), ("+0000", 0)):
+        answer = live.get(f"/api/v1/history?since=2026-03-01T12:00:01{offset}&group=white&window=1h")
+        assert answer.status == 200, answer.body
+        assert len(answer.json()["data"]["series"]) == kept, offset
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,7 @@ missing one is named with its config key and the name meant."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sqlite3
 import uuid
@@ -81,6 +82,30 @@ def test_a_missing_sqlite_file_is_reported_not_created(
         f"the SQLite database file {tmp_path / 'predictions.db'} does not exist" in line for line in lines
     )
     assert not (tmp_path / "predictions.db").exists()
+
+
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        # once tracebacks from sa.make_url and sa.create_engine, outside the checks' error handling
+        ("nosuchdialect://fw:hunter2@db/log", "cannot use nosuchdialect://fw:***@db/log: Can't load plugin"),
+        (
+            "mssql+pyodbc://fw:hunter2@db/log",
+            "cannot use mssql+pyodbc://fw:***@db/log: No module named 'pyodbc'",
+        ),
+        ("not a url, hunter2", "not a valid SQLAlchemy URL (dialect+driver://...)"),
+    ],
+)
+def test_a_url_that_cannot_be_used_is_named_with_its_key(
+    demo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], url: str, problem: str
+) -> None:
+    if "pyodbc" in url and importlib.util.find_spec("pyodbc") is not None:
+        pytest.skip("pyodbc is installed here: its driver is not missing")
+    config = tmp_path / "config.yaml"
+    config.write_text(demo.read_text().replace("sqlite:///predictions.db", url))
+    status, lines = _validate(config, capsys)
+    assert status == 1 and not any("Traceback" in line or "hunter2" in line for line in lines)
+    assert f"error: models[0].source.url: {problem}" in "\n".join(lines)
 
 
 FILES_CONFIG = """\
@@ -178,3 +203,19 @@ def test_sqlite_views_count_as_tables(demo: Path, tmp_path: Path, capsys: pytest
     )
     status, lines = _validate(config, capsys)
     assert status == 0, lines
+
+
+def test_a_csv_header_the_csv_reader_refuses_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # an unterminated quote in the header reads the rest of the file as one field: past the csv
+    # module's field limit (128 KiB) that was a csv.Error traceback
+    path = tmp_path / "predictions.csv"
+    path.write_text('id,ts,"score,label,race\n' + "1,2026-11-01T00:00:00Z,0.5,1,a\n" * 6000)
+    config = tmp_path / "config.yaml"
+    config.write_text(FILES_CONFIG.format(path=path))
+    status, lines = _validate(config, capsys)
+    assert status == 1 and not any("Traceback" in line for line in lines)
+    assert f"error: models[0].source.path: cannot read {path}: field larger than field limit" in "\n".join(
+        lines
+    )

@@ -151,6 +151,11 @@ def test_check_writes_the_report_of_its_evaluation(demo_config: Path, tmp_path: 
         (["--start", "2026-11-02T00:00:00Z", "--end", "2026-11-01T00:00:00Z"], "must be before --end"),
         (["--model", "nope"], "no model named nope"),
         (["--start", "2026-01-01T00:00:00Z", "--end", "2026-11-01T00:00:00Z", "--step", "1m"], "--step"),
+        (  # a step longer than the period once wrote a report of no evaluation, exit 0
+            ["--start", "2026-11-01T04:00:00Z", "--end", "2026-11-01T05:00:00Z", "--step", "2h"],
+            "--step 2h is longer than the period from --start to --end (1h)",
+        ),
+        (["--end", "0001-01-01T00:30:00Z"], "would begin before the year 1"),  # was an OverflowError
     ],
 )
 def test_bad_report_arguments_are_one_line_errors(
