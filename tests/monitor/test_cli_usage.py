@@ -124,6 +124,19 @@ def _piped(argv: list[str], **env: str) -> subprocess.Popen[str]:
     )
 
 
+def _into_closed_pipe(argv: list[str]) -> subprocess.Popen[str]:
+    """The command writing into a pipe whose reader is already gone (``| head`` that ended first):
+    closed before the process starts, so its first write fails however busy the machine is."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-m", "monitor.cli", *argv], stdout=write_end, stderr=subprocess.PIPE, text=True
+        )
+    finally:
+        os.close(write_end)
+
+
 @pytest.mark.parametrize("columns", [80, 120])
 def test_tables_are_whole_and_plain_when_piped(
     demo: Path, columns: int, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
@@ -188,10 +201,7 @@ def test_a_closed_pipe_is_no_traceback(demo: Path) -> None:
         ["dashboard"],
         ["evaluate", "--config", str(demo), *window],
     ]
-    procs = [_piped(argv) for argv in commands]
-    for proc in procs:
-        assert proc.stdout is not None
-        proc.stdout.close()
+    procs = [_into_closed_pipe(argv) for argv in commands]
     midway = _piped(["evaluate", "--config", str(demo), "--format", "json", *window])
     assert midway.stdout is not None
     first = [midway.stdout.readline() for _ in range(3)]
