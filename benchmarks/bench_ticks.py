@@ -6,8 +6,9 @@ an index on the timestamps) covering the 24 h before the first tick to SQLite (I
 declared ``timestamp_format: iso_utc``) and, with ``--postgres``, to a throw-away PostgreSQL
 cluster (timestamptz). Then, one simulated minute apart, it appends the minute's rows and
 evaluates the model twice per tick: through panes (the default: hour panes, 10 min lateness)
-and with panes off (each tick reads the whole 24 h window, the baseline). Reports the first
-tick (panes are counted then), the median, 95th percentile and worst later tick, the statements
+and with panes off (each tick reads the whole 24 h window, the baseline). Reports the first two
+ticks (the start-up: the whole window is read, then each sealed pane counted), the median, 95th
+percentile and worst later tick, the statements
 a tick sends, the combinations kept, and whether both evaluations gave identical values at every
 tick. Ticks fall between pane boundaries and across them. The last line is one JSON object.
 
@@ -153,17 +154,20 @@ def run(
         pieces.append(a.pieces_read)
         identical = identical and values(a) == values(b)
     assert through.panes is not None
-    later = panes_s[1:]
+    # the first tick reads the whole window (a SQLite text log's form is known after it), the next
+    # counts each sealed pane: the start-up; later ticks are the service's steady state
+    later = panes_s[2:]
     out = {
         "store": name,
         "rows_in_window": int(((log["ts"] >= seen - timedelta(days=1)) & (log["ts"] < seen)).sum()),
         "first_tick_s": round(panes_s[0], 3),
+        "second_tick_s": round(panes_s[1], 3),
         "panes_median_s": round(statistics.median(later), 3),
         "panes_p95_s": round(float(np.percentile(later, 95)), 3),
         "panes_max_s": round(max(later), 3),
         "reread_median_s": round(statistics.median(whole_s), 3),
         "speedup": round(statistics.median(whole_s) / statistics.median(later), 1),
-        "statements_median": statistics.median(p for p in pieces[1:] if p is not None),
+        "statements_median": statistics.median(p for p in pieces[2:] if p is not None),
         "kept_combinations": through.panes.kept_rows(),
         "identical": identical,
     }
@@ -196,14 +200,12 @@ def main() -> None:
                 with engine.begin() as conn:
                     conn.exec_driver_sql("CREATE INDEX ON predictions (ts)")
                 results.append(run("postgresql", pg_source, append_pg, log, args.ticks))
-    table = Table(
-        title=f"one tick of a 24 h window, {args.per_day:,} rows/day, 1 tick per simulated minute", width=130
-    )
+    table = Table(title=f"one tick of a 24 h window, {args.per_day:,} rows/day, 1 tick per simulated minute")
     for column in (
         "store",
         "rows in window",
-        "first tick",
-        "panes: median / p95 / max",
+        "first / second tick",
+        "later ticks: median / p95 / max",
         "re-read: median",
         "speed-up",
         "statements/tick",
@@ -215,7 +217,7 @@ def main() -> None:
         table.add_row(
             r["store"],
             f"{r['rows_in_window']:,}",
-            f"{r['first_tick_s']:.2f} s",
+            f"{r['first_tick_s']:.2f} / {r['second_tick_s']:.2f} s",
             f"{r['panes_median_s']:.3f} / {r['panes_p95_s']:.3f} / {r['panes_max_s']:.3f} s",
             f"{r['reread_median_s']:.2f} s",
             f"{r['speedup']}x",

@@ -89,7 +89,11 @@ class History:
 
     def record(self, snapshot: Snapshot) -> None:
         """Keep each model's last evaluation, once (a snapshot swap for another model or a
-        failed evaluation brings no new one)."""
+        failed evaluation brings no new one); forget the models the snapshot no longer has
+        (removed or renamed by a config reload)."""
+        with self._lock:
+            for gone in self._frames.keys() - snapshot.models.keys():
+                del self._frames[gone]
         for status in snapshot.models.values():
             if status.last_evaluation is not None:
                 self.add(status.last_evaluation)

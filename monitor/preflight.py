@@ -136,7 +136,8 @@ def _sql_columns(source: SourceConfig) -> tuple[str, list[str]]:
     local = url.get_backend_name() == "sqlite" and database not in ("", ":memory:")
     if local and not database.startswith("file:") and not Path(database).is_file():
         # SQLAlchemy would create an empty database there
-        raise _Missing(what, f"{shown}: the SQLite database file {database} does not exist")
+        problem = "is a directory, not a database file" if Path(database).is_dir() else "does not exist"
+        raise _Missing(what, f"{shown}: the SQLite database file {database} {problem}")
     options: dict[str, Any] = {}
     if url.get_backend_name() == "postgresql":
         options["connect_args"] = {"connect_timeout": 10}

@@ -228,6 +228,8 @@ def instants(start: datetime | None, end: datetime, step: timedelta | None) -> l
     [1, 2, 3]
     """
     if start is None:
+        if step is not None:  # else silently one evaluation where the user asked for a series
+            raise ValueError("--step needs --start: without it the report is one evaluation, at --end")
         return [end]
     if step is None:
         step = (end - start) / 24

@@ -56,7 +56,8 @@ class LiveView:
         snapshot is published: a page drawn in between must not be kept as the new one)."""
         chosen = _choose(snapshot, model)
         latest = self.history.latest(chosen) if chosen else None
-        key = f"{snapshot.created_at}|{id(snapshot)}|{chosen}|{window}|{latest}"
+        # the model asked for too: an unknown one is shown as the first, with a notice
+        key = f"{snapshot.created_at}|{id(snapshot)}|{chosen}|{model}|{window}|{latest}"
         return '"' + hashlib.sha1(key.encode(), usedforsecurity=False).hexdigest()[:20] + '"'
 
     def render(
@@ -113,6 +114,10 @@ class LiveView:
         status = snapshot.models[chosen]
         evaluation = status.last_evaluation
         parts = [f"<h2>{escape(chosen)}</h2>", _facts(status)]
+        if model is not None and model != chosen:  # a stale bookmark, a renamed model: say so
+            parts.insert(
+                0, f'<p class="notice">No model named {escape(model)}: showing {escape(chosen)}.</p>'
+            )
         if evaluation is None or not evaluation.windows:
             parts.append(
                 f'<p class="empty">Waiting for the first evaluation of {escape(chosen)} '

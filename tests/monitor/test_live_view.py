@@ -60,6 +60,18 @@ def test_history_keeps_the_last_evaluations_once_each() -> None:
     assert series.states == ("ok", "ok", "ok")
 
 
+def test_history_forgets_a_model_the_config_no_longer_has() -> None:
+    history = History(10)
+    other = model_evaluation("moderation", window_result("1h", [metric_value("black")]), at=T0)
+    history.record(
+        make_snapshot(model_status("toxicity", evaluation_at(0)), model_status("moderation", other))
+    )
+    assert sorted(history.models()) == ["moderation", "toxicity"]
+    # a reload renamed toxicity: its history goes, moderation's stays
+    history.record(make_snapshot(model_status("moderation", other), model_status("toxicity-v2", None)))
+    assert history.models() == ["moderation"] and history.series("toxicity") == []
+
+
 def test_history_shares_the_keys_of_unchanged_evaluations() -> None:
     history = History(10)
     history.add(evaluation_at(0))
@@ -290,6 +302,13 @@ def test_a_model_not_evaluated_yet_and_no_models() -> None:
     assert "Waiting for the first evaluation of toxicity" in view.page(snapshot, None, None)
     empty = make_snapshot()
     assert "No models configured" in view.page(empty, None, None)
+    # a bookmark of a model since renamed: the page says so, and which model it shows instead
+    page = view.page(snapshot, "<b>gone</b>", None)
+    assert "No model named &lt;b&gt;gone&lt;/b&gt;: showing toxicity." in page
+    assert "No model named" not in view.page(snapshot, "toxicity", None)
+    for fragment in (False, True):  # and the drawings kept per snapshot are not shared between them
+        assert "No model named" in view.render(snapshot, "gone", None, fragment=fragment)[0]
+        assert "No model named" not in view.render(snapshot, "toxicity", None, fragment=fragment)[0]
 
 
 @pytest.mark.parametrize(

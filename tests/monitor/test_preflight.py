@@ -82,6 +82,13 @@ def test_a_missing_sqlite_file_is_reported_not_created(
         f"the SQLite database file {tmp_path / 'predictions.db'} does not exist" in line for line in lines
     )
     assert not (tmp_path / "predictions.db").exists()
+    (tmp_path / "predictions.db").mkdir()  # a folder where the file should be
+    status, lines = _validate(config, capsys)
+    assert status == 1
+    assert any(
+        f"the SQLite database file {tmp_path / 'predictions.db'} is a directory, not a database file" in line
+        for line in lines
+    )
 
 
 @pytest.mark.parametrize(

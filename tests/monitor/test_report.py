@@ -150,6 +150,7 @@ def test_check_writes_the_report_of_its_evaluation(demo_config: Path, tmp_path: 
         (["--step", "soon"], "--step"),
         (["--start", "2026-11-02T00:00:00Z", "--end", "2026-11-01T00:00:00Z"], "must be before --end"),
         (["--model", "nope"], "no model named nope"),
+        (["--step", "1h"], "--step needs --start"),
         (["--start", "2026-01-01T00:00:00Z", "--end", "2026-11-01T00:00:00Z", "--step", "1m"], "--step"),
         (  # a step longer than the period once wrote a report of no evaluation, exit 0
             ["--start", "2026-11-01T04:00:00Z", "--end", "2026-11-01T05:00:00Z", "--step", "2h"],
