@@ -101,8 +101,10 @@ class History:
     def add(self, evaluation: ModelEvaluation) -> None:
         with self._lock:
             frames = self._frames.setdefault(evaluation.model, deque(maxlen=self.size))
-            if frames and frames[-1].at >= evaluation.evaluated_at:
-                return  # kept already (or older than what is kept: a clock step back)
+            if frames and frames[-1].at == evaluation.evaluated_at:
+                return  # kept already
+            while frames and frames[-1].at >= evaluation.evaluated_at:
+                frames.pop()  # the clock stepped back: what was recorded at or after it goes
             keys = tuple(
                 SeriesKey(w.window, v.metric, v.attribute, v.group)
                 for w in evaluation.windows

@@ -72,6 +72,20 @@ def test_history_forgets_a_model_the_config_no_longer_has() -> None:
     assert history.models() == ["moderation"] and history.series("toxicity") == []
 
 
+def test_history_follows_a_clock_that_steps_back() -> None:
+    """An NTP step back: later evaluations carry earlier times. The history drops what it recorded
+    ahead of the corrected clock and goes on (it once ignored every evaluation until the clock
+    caught up, and the charts stood still)."""
+    history = History(10)
+    for minute in range(5):
+        history.add(evaluation_at(minute))
+    history.add(evaluation_at(2, value=0.5))  # the clock stepped back 2 minutes: a new evaluation
+    history.add(evaluation_at(3, value=0.6))
+    (series,) = history.series("toxicity")
+    assert series.times == tuple(T0 + timedelta(minutes=m) for m in (0, 1, 2, 3))
+    np.testing.assert_allclose(series.value, [0.95, 0.95, 0.5, 0.6])  # the newer evaluation at 2 wins
+
+
 def test_history_shares_the_keys_of_unchanged_evaluations() -> None:
     history = History(10)
     history.add(evaluation_at(0))
