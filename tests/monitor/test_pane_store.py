@@ -117,6 +117,10 @@ def test_rows_written_while_down_are_late_at_the_first_tick(tmp_path: Path) -> N
     assert restarted.panes is not None
     assert next(iter(files(directory).values())) == set(restarted.panes._kept)  # read again, written again
     assert restarted.evaluate(TICKS[5]).late_rows == 0
+    # the files were rewritten with the late rows: restarted again, nothing is late
+    again = evaluator(store, directory).evaluate(TICKS[6])
+    assert again.late_rows == 0 and again.pieces_read is not None
+    assert same_report(again) == same_report(whole(store).evaluate(TICKS[6]))
 
 
 def test_a_damaged_file_is_logged_once_removed_and_read_again(
