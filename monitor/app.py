@@ -181,7 +181,7 @@ def build_app(
 ) -> App:
     """Wire the whole service from validated settings."""
     clock = clock or SystemClock()
-    evaluators = build_evaluators(settings, memory_sources=memory_sources)
+    evaluators = build_evaluators(settings, memory_sources=memory_sources, persist_panes=True)
     tracker = AlertTracker(
         for_=settings.alerts.for_,
         keep_firing_for=settings.alerts.keep_firing_for,

@@ -32,6 +32,7 @@ from monitor.config import ModelConfig, Settings
 from monitor.counting import count_request, counts_suffice, label_join
 from monitor.errors import ConfigError
 from monitor.label_join import join_labels
+from monitor.pane_store import PaneStore
 from monitor.panes import Panes, PanesRead
 from monitor.results import GroupStats, ModelEvaluation, WindowResult
 from monitor.rows import TIMESTAMP, clean_rows, columns_for_frame, count_rows, labeled, task_data, weights
@@ -64,6 +65,7 @@ class Evaluator:
         adjust: Adjustment = "none",
         method: Method = "fixed",
         progress: Callable[[str], None] | None = None,
+        pane_store: PaneStore | None = None,
     ) -> None:
         self.model = model
         self.source = source
@@ -72,7 +74,9 @@ class Evaluator:
         self.adjust = adjust
         self.method = method
         self.options = model.options.evaluate_kwargs()  # files named by options are read once, now
-        self.panes = Panes(model.panes, model.label_delay, model.name) if model.panes.enabled else None
+        self.panes = (
+            Panes(model.panes, model.label_delay, model.name, pane_store) if model.panes.enabled else None
+        )
         self._progress = progress or (lambda _msg: None)
 
     def spans(self, now: datetime) -> list[_Span]:
@@ -147,7 +151,12 @@ class Evaluator:
         labels = label_join(self.model, source, labels_source)
         request = count_request(self.model, ranges, labels)
         # panes keep counts by label: a label joined from its own table may still arrive after sealing
-        if self.panes is not None and now is not None and labels is None and source.narrow_reads:
+        if (
+            self.panes is not None
+            and now is not None
+            and labels is None
+            and (source.narrow_reads or self.panes.resumable(request))
+        ):
             through_panes = self.panes.read(source, request, start, end, now)
             if through_panes is not None:
                 return through_panes
@@ -312,11 +321,21 @@ def build_evaluators(
     *,
     memory_sources: Mapping[str, Source] | None = None,
     progress: Callable[[str], None] | None = None,
+    persist_panes: bool = False,
 ) -> dict[str, Evaluator]:
-    """An :class:`Evaluator` per configured model (sources are created, not yet read)."""
+    """An :class:`Evaluator` per configured model (sources are created, not yet read).
+
+    ``persist_panes``: models with ``panes.directory`` keep their sealed panes there too (the
+    service; one-off commands keep them in memory, so they never touch the service's files). A
+    folder that cannot be written is a :class:`~monitor.errors.ConfigError`.
+    """
     out = {}
-    for model in settings.models:
-        out[model.name] = _evaluator(model, settings, memory_sources, progress)
+    for i, model in enumerate(settings.models):
+        store = None
+        if persist_panes and model.panes.enabled and model.panes.directory:
+            key = f"models[{i}].panes.directory"
+            store = PaneStore.open(model.panes.directory, model.name, model.source, key)
+        out[model.name] = _evaluator(model, settings, memory_sources, progress, store)
     return out
 
 
@@ -325,6 +344,7 @@ def _evaluator(
     settings: Settings,
     memory: Mapping[str, Source] | None,
     progress: Callable[[str], None] | None,
+    pane_store: PaneStore | None = None,
 ) -> Evaluator:
     source = build_source(model.source, timestamp_column=model.columns.timestamp, memory=memory)
     label_source = None
@@ -340,4 +360,5 @@ def _evaluator(
         adjust=settings.alerts.adjust,
         method=settings.alerts.method,
         progress=progress,
+        pane_store=pane_store,
     )

@@ -22,6 +22,10 @@ was sealed is not seen until the pane is read again (keep ``lateness`` above the
 delay you expect beyond ``label_delay``). Sources that cannot read a narrow piece of a window
 cheaply (SQLite text timestamps of unknown offset: see ``timestamp_format: iso_utc``) read
 whole windows; so does any read the panes cannot serve (then nothing is kept).
+
+With ``panes.directory`` the kept panes are also written to disk (:mod:`monitor.pane_store`),
+and a restarted service starts from them: they are rechecked at its first tick, so rows written
+into them while it was down are found as late rows and folded in.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from datetime import UTC, datetime, timedelta
 import pandas as pd
 
 from monitor.config import PanesConfig
+from monitor.pane_store import PaneStore
 from monitor.sources import Batch, CountingSource
 from monitor.sources.base import WEIGHT
 from monitor.sources.counts import CountRequest, range_column
@@ -65,10 +70,13 @@ class _Kept:
 class Panes:
     """The kept panes of one model, and how to read a window through them."""
 
-    def __init__(self, config: PanesConfig, label_delay: timedelta, name: str) -> None:
+    def __init__(
+        self, config: PanesConfig, label_delay: timedelta, name: str, store: PaneStore | None = None
+    ) -> None:
         self.config = config
         self.label_delay = label_delay
         self.name = name
+        self._store = store  # the kept panes also on disk (panes.directory)
         self._kept: dict[datetime, _Kept] = {}
         self._shape: CountRequest | None = None  # the request (without ranges) the panes were counted for
         self._flagged: frozenset[str] | None = None
@@ -85,6 +93,7 @@ class Panes:
         if shape != self._shape:
             self._forget()
             self._shape = shape
+            self._load(shape)
         late, pieces = self._recheck(source, now), 0
         sealed_before = now - self.label_delay - self.config.lateness
         cuts = {moment for r in request.ranges for moment in r} | {start, end}
@@ -124,7 +133,16 @@ class Panes:
             )
         frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
         flagged = self._flagged if self._flagged is not None else frozenset()
+        if self._store is not None:
+            self._store.sync({t: (k.frame, k.rows) for t, k in self._kept.items()}, flagged)
         return PanesRead(Batch(frame, rejected, counted=True, flagged=flagged), late, pieces)
+
+    def resumable(self, request: CountRequest) -> bool:
+        """Whether a previous run's panes for ``request`` are on disk and not read yet: the first
+        read goes through them even before the source has shown that it reads narrow pieces
+        (their recheck is what shows it)."""
+        shape = replace(request, ranges=())
+        return self._store is not None and self._shape is None and self._store.holds(shape, self.config.size)
 
     def kept_rows(self) -> int:
         """Counted combinations held, all kept panes together."""
@@ -211,6 +229,17 @@ class Panes:
         self._kept.clear()
         self._interior = None
         self._flagged = None
+        if self._store is not None:
+            self._store.clear()
+
+    def _load(self, shape: CountRequest) -> None:
+        """The panes a previous run kept for ``shape`` (within the memory budget)."""
+        if self._store is None:
+            return
+        for stored in self._store.load(shape, self.config.size):
+            if self._same_flags(stored.flagged):
+                self._keep(stored.pane, _Kept(stored.frame, stored.rows))
+                self._checked_at = None  # rows may have been written while nobody watched: recheck now
 
 
 def _panes(start: datetime, end: datetime, size: timedelta) -> Iterator[datetime]:

@@ -2,8 +2,8 @@
 
 Strings may hold ``${VAR}`` or ``${VAR:-default}``; they are replaced from the environment
 before validation, so passwords live in the environment (a Kubernetes Secret), never in the
-file. Relative paths (``sqlite:///x.db``, ``duckdb:///x.duckdb``, file globs, text option files)
-are relative to the config file.
+file. Relative paths (``sqlite:///x.db``, ``duckdb:///x.duckdb``, file globs, text option files,
+``panes.directory``) are relative to the config file.
 """
 
 from __future__ import annotations
@@ -206,8 +206,8 @@ def _check_expansion(root: yaml.Node | None, path: Path) -> None:
 
 
 def _resolve_relative_paths(settings: Settings, base: Path) -> Settings:
-    """``sqlite:///x.db``, ``duckdb:///x.duckdb`` and file globs are relative to the config file, as
-    users expect."""
+    """``sqlite:///x.db``, ``duckdb:///x.duckdb``, file globs and ``panes.directory`` are relative to
+    the config file, as users expect."""
 
     def fix(src: SourceConfig) -> SourceConfig:
         update: dict[str, Any] = {}
@@ -229,5 +229,9 @@ def _resolve_relative_paths(settings: Settings, base: Path) -> Settings:
     for m in settings.models:
         labels = m.labels.model_copy(update={"source": fix(m.labels.source)}) if m.labels else None
         options = m.options.relative_to(base)
-        models.append(m.model_copy(update={"source": fix(m.source), "labels": labels, "options": options}))
+        panes = m.panes
+        if panes.directory and not os.path.isabs(panes.directory):
+            panes = panes.model_copy(update={"directory": str(base / panes.directory)})
+        update = {"source": fix(m.source), "labels": labels, "options": options, "panes": panes}
+        models.append(m.model_copy(update=update))
     return settings.model_copy(update={"models": models})

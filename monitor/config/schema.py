@@ -258,6 +258,9 @@ class PanesConfig(_Strict):
     lateness: Duration = timedelta(minutes=10)
     recheck: Duration = timedelta(hours=1)  # how often kept panes are recounted for late rows
     max_rows: int = Field(default=2_000_000, ge=0)  # counted combinations kept, all panes together
+    # kept panes are also written here (one folder per model), so a restart does not re-read them;
+    # unset: memory only. Relative to the config file.
+    directory: str | None = None
 
     @model_validator(mode="after")
     def _check(self) -> PanesConfig:

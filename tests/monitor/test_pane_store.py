@@ -1,0 +1,301 @@
+"""Sealed panes on disk (``panes.directory``): a restarted service starts from the panes the last run
+kept - fewer statements at its first tick, the same values as re-reading its whole windows - and
+finds the rows written into them while it was down; a damaged file, a changed config and an
+unwritable folder cost a re-read, never a wrong value or a crash."""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from monitor.app import build_app
+from monitor.config import SourceConfig, load_settings
+from monitor.errors import ConfigError
+from monitor.evaluation import Evaluator, build_evaluators
+from monitor.pane_store import PaneStore, fingerprint
+from monitor.sources.counts import CountRequest
+from tests.monitor.test_counts import config
+from tests.monitor.test_panes import (
+    OPEN,
+    PANES,
+    TICKS,
+    Store,
+    growing_log,
+    parquet_store,
+    same_report,
+    sqlite_store,
+)
+
+SIZE = timedelta(minutes=30)
+PG = "postgresql+psycopg://fw:hunter2@db:5432/logs"
+
+
+def evaluator(store: Store, directory: Path | None, *, persist: bool = True, **settings: Any) -> Evaluator:
+    """The dirty log's model through panes kept in ``directory`` (closed at teardown); ``settings``
+    override the panes' or, with ``groups``, the model's."""
+    groups = settings.pop("groups", None)
+    panes = {**PANES, **settings, **({"directory": str(directory)} if directory else {})}
+    built = config(store.source, aggregate=True, panes=panes)
+    if groups is not None:
+        model = built.models[0].model_copy(update={"groups": groups(built.models[0].groups)})
+        built = built.model_copy(update={"models": [model]})
+    out = build_evaluators(built, persist_panes=persist)["tox"]
+    OPEN.append(out)
+    return out
+
+
+def whole(store: Store) -> Evaluator:
+    out = build_evaluators(config(store.source, aggregate=True, panes=False))["tox"]
+    OPEN.append(out)
+    return out
+
+
+def files(directory: Path) -> dict[str, set[datetime]]:
+    """The pane files under ``directory``: fingerprint folder -> pane starts."""
+    return {
+        folder.name: {datetime.fromtimestamp(int(f.stem), UTC) for f in folder.glob("*.arrow")}
+        for folder in sorted((directory / "tox").iterdir())
+    }
+
+
+def first_run(tmp_path: Path, storage: str = "epoch-float") -> tuple[Store, pd.DataFrame, Path]:
+    """A log grown over the first four ticks, evaluated through panes kept on disk."""
+    early, frame = growing_log()
+    store = sqlite_store(
+        tmp_path, early, storage, timestamp_format="iso_utc" if storage == "iso-text" else "auto"
+    )
+    directory = tmp_path / "panes"
+    running = evaluator(store, directory)
+    seen = TICKS[0]
+    for tick in TICKS[:4]:
+        store.append(frame[(frame["ts"] >= seen) & (frame["ts"] < tick)])
+        seen = tick
+        running.evaluate(tick)
+    store.append(frame[(frame["ts"] >= seen) & (frame["ts"] < TICKS[4])])
+    return store, frame, directory
+
+
+@pytest.mark.parametrize("storage", ["epoch-float", "iso-text"])
+def test_a_restart_starts_from_the_kept_panes_with_the_same_values(tmp_path: Path, storage: str) -> None:
+    """Restarted, a model reads at its first tick what it would have read had it kept running - not
+    its whole windows (a cold start's first tick), nor every pane one by one (its second)."""
+    store, frame, directory = first_run(tmp_path, storage)
+    running = OPEN[-1]  # the first run's evaluator, as if it had not stopped
+    (kept,) = files(directory).values()
+    assert len(kept) >= 8
+    restarted, cold = evaluator(store, directory), evaluator(store, None)
+    reference = whole(store)
+    for second, tick in enumerate(TICKS[4:6]):
+        store.append(frame[(frame["ts"] >= TICKS[4]) & (frame["ts"] < tick)] if second else frame[:0])
+        warm, again, kept_running = restarted.evaluate(tick), cold.evaluate(tick), running.evaluate(tick)
+        assert same_report(warm) == same_report(reference.evaluate(tick)) == same_report(again), tick
+        assert same_report(warm) == same_report(kept_running)
+        assert warm.late_rows == 0
+        assert warm.pieces_read is not None and warm.pieces_read == kept_running.pieces_read
+        if not second:
+            assert again.pieces_read is None
+        else:
+            assert again.pieces_read is not None and again.pieces_read > len(kept) > warm.pieces_read
+
+
+def test_rows_written_while_down_are_late_at_the_first_tick(tmp_path: Path) -> None:
+    store, frame, directory = first_run(tmp_path)
+    down = TICKS[4] - timedelta(hours=4, minutes=10)  # inside a sealed pane of the 6 h window
+    assert down.replace(minute=30 * (down.minute // 30)) in next(iter(files(directory).values()))
+    store.append(frame.sample(25, random_state=1).assign(ts=down, id=range(90_000, 90_025)))
+    restarted = evaluator(store, directory)
+    first = restarted.evaluate(TICKS[4])
+    assert first.late_rows == 25
+    assert same_report(first) == same_report(whole(store).evaluate(TICKS[4]))
+    assert restarted.panes is not None
+    assert next(iter(files(directory).values())) == set(restarted.panes._kept)  # read again, written again
+    assert restarted.evaluate(TICKS[5]).late_rows == 0
+    # the files were rewritten with the late rows: restarted again, nothing is late
+    again = evaluator(store, directory).evaluate(TICKS[6])
+    assert again.late_rows == 0 and again.pieces_read is not None
+    assert same_report(again) == same_report(whole(store).evaluate(TICKS[6]))
+
+
+def test_a_damaged_file_is_logged_once_removed_and_read_again(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store, _frame, directory = first_run(tmp_path)
+    (folder,) = (directory / "tox").iterdir()
+    paths = sorted(folder.glob("*.arrow"))
+    paths[-1].write_bytes(b"not arrow")
+    paths[-2].write_bytes(paths[-2].read_bytes()[:-100])  # cut short
+    paths[-3].write_bytes(paths[-4].read_bytes())  # a whole file under another pane's name
+    with caplog.at_level(logging.WARNING, logger="fairwatch"):
+        restarted = evaluator(store, directory).evaluate(TICKS[4])
+    assert same_report(restarted) == same_report(whole(store).evaluate(TICKS[4]))
+    warned = [r for r in caplog.records if "cannot be read" in r.getMessage()]
+    assert sorted(r.getMessage().split(" file ")[1].split(" ")[0] for r in warned) == [
+        str(p) for p in paths[-3:]
+    ]
+    assert all(r.exc_info is None for r in warned)
+    assert restarted.late_rows == 0 and restarted.pieces_read is not None and restarted.pieces_read >= 3
+
+
+def test_a_changed_config_counts_afresh_and_removes_the_old_files(tmp_path: Path) -> None:
+    store, _frame, directory = first_run(tmp_path)
+    (old,) = files(directory)
+
+    def other_groups(groups: list[Any]) -> list[Any]:
+        return groups[:2]  # without the intersection
+
+    changed, cold = (
+        evaluator(store, directory, groups=other_groups),
+        evaluator(store, None, groups=other_groups),
+    )
+    for tick in TICKS[4:6]:  # the first reads the whole windows, the second counts every pane: as cold
+        first, again = changed.evaluate(tick), cold.evaluate(tick)
+        assert first.pieces_read == again.pieces_read and same_report(first) == same_report(again)
+    assert first.pieces_read is not None and first.pieces_read > 8
+    (new,) = files(directory)
+    assert new != old
+    # another pane size or table is another config too; another password is not
+    shape, source = CountRequest("ts", ("a",), (), ()), SourceConfig(kind="sql", url=PG, table="t")
+    assert fingerprint(shape, SIZE, source) != fingerprint(shape, 2 * SIZE, source)
+    assert fingerprint(shape, SIZE, source) != fingerprint(
+        shape, SIZE, source.model_copy(update={"table": "u"})
+    )
+    rotated = source.model_copy(update={"url": PG.replace("hunter2", "swordfish")})
+    assert fingerprint(shape, SIZE, source) == fingerprint(shape, SIZE, rotated)
+
+
+def test_the_folder_holds_exactly_the_kept_panes(tmp_path: Path) -> None:
+    """Panes that slide out of every window, are dropped by a recheck or never kept lose their files."""
+    store, frame, directory = first_run(tmp_path)
+    (first,) = files(directory).values()
+    running = evaluator(store, directory)
+    seen = TICKS[4]
+    for tick in [*TICKS[4:], TICKS[-1] + timedelta(hours=2), TICKS[-1] + timedelta(hours=3)]:
+        store.append(frame[(frame["ts"] >= seen) & (frame["ts"] < tick)])
+        seen = tick
+        running.evaluate(tick)
+        assert running.panes is not None
+        (on_disk,) = files(directory).values()
+        assert on_disk == set(running.panes._kept)
+    read_from = tick - timedelta(hours=8)  # the 6 h label window, 2 h label delay
+    assert min(on_disk) >= read_from - timedelta(minutes=30)
+    assert {p for p in first if p < read_from - timedelta(minutes=30)}  # they were there, and slid out
+
+
+def test_the_memory_budget_applies_to_loaded_panes(tmp_path: Path) -> None:
+    store, _frame, directory = first_run(tmp_path)
+    restarted = evaluator(store, directory, max_rows=900)
+    assert same_report(restarted.evaluate(TICKS[4])) == same_report(whole(store).evaluate(TICKS[4]))
+    assert restarted.panes is not None and 0 < restarted.panes.kept_rows() <= 900
+    (on_disk,) = files(directory).values()
+    assert on_disk == set(restarted.panes._kept)
+
+
+def test_values_come_back_as_the_same_types(tmp_path: Path) -> None:
+    """Counted frames as sources return them - Python objects of several types in one column
+    (SQLite), NumPy and pandas string dtypes (Parquet) - are read back identical, cell by cell."""
+    frames = {
+        "objects": pd.DataFrame(
+            {
+                "score": np.array(
+                    [0.25, None, "oops", 3, float("nan"), Decimal("0.10"), True, b"x"], dtype=object
+                ),
+                "label": np.array([np.float64(1.0), np.int64(2), None, "a", 1.5, 0, 1, 2], dtype=object),
+                "male": [1.0, 0.0, np.nan, 1.0, 0.0, 1.0, 0.0, 1.0],
+                "n": np.arange(8, dtype=np.int64),
+                "__rows": np.array([1, 2, 3, 4, 5, 6, 7, 8], dtype=object),
+            }
+        ),
+        "typed": pd.DataFrame(
+            {
+                "pred": pd.array(["a", None, "c"], dtype="str"),
+                "cls": pd.array([1, None, 3], dtype="Int64"),
+                "flag": [True, False, True],
+                "cat": pd.Categorical(["x", "y", "x"]),
+                "__rows": np.array([3, 1, 2], dtype=np.int64),
+            }
+        ),
+        "empty": pd.DataFrame({"score": np.array([], dtype=object), "__rows": np.array([], dtype=object)}),
+    }
+    _early, log = growing_log()
+    for name, source in {
+        "sqlite": sqlite_store(tmp_path, log, "epoch-float"),
+        "parquet": parquet_store(tmp_path, log),
+    }.items():
+        through = evaluator(source, None)
+        through.evaluate(TICKS[0])
+        through.evaluate(TICKS[1])
+        assert through.panes is not None
+        frames[name] = max((k.frame for k in through.panes._kept.values()), key=len)
+    shape = CountRequest("ts", ("score",), (), ())
+    panes = {datetime(2026, 1, 1, i, tzinfo=UTC): frame for i, frame in enumerate(frames.values())}
+    memory = SourceConfig(kind="memory", name="m")
+    writer = PaneStore.open(str(tmp_path / "store"), "m", memory, "key")
+    assert writer.load(shape, SIZE) == []
+    writer.sync({p: (f, int(f["__rows"].sum())) for p, f in panes.items()}, frozenset({"identity"}))
+    read = PaneStore.open(str(tmp_path / "store"), "m", memory, "key").load(shape, SIZE)
+    assert [s.pane for s in read] == list(panes)
+    for (name, frame), stored in zip(frames.items(), read, strict=True):
+        assert stored.flagged == {"identity"} and stored.rows == int(frame["__rows"].sum()), name
+        pd.testing.assert_frame_equal(stored.frame, frame, check_exact=True)
+        assert dict(stored.frame.dtypes) == dict(frame.dtypes), name
+        for column in frame.columns:
+            assert [type(v) for v in stored.frame[column]] == [type(v) for v in frame[column]], (name, column)
+            assert [repr(v) for v in stored.frame[column]] == [repr(v) for v in frame[column]], (name, column)
+    assert len({type(v) for v in frames["sqlite"]["score"]}) == 3  # None, float and text in one column
+
+
+def test_an_unwritable_directory_is_a_config_error_naming_the_key(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("")
+    early, _frame = growing_log()
+    store = sqlite_store(tmp_path, early, "epoch-float")
+    settings = config(store.source, aggregate=True, panes={"directory": str(tmp_path / "a-file" / "panes")})
+    with pytest.raises(ConfigError, match=r"^models\[0\]\.panes\.directory: cannot write .*a-file/panes/tox"):
+        build_app(settings)
+
+
+def test_a_folder_that_fails_while_running_leaves_the_panes_in_memory(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store, frame, directory = first_run(tmp_path)
+    running = evaluator(store, directory)
+    running.evaluate(TICKS[4])
+    (folder,) = (directory / "tox").iterdir()
+    for path in folder.iterdir():
+        path.unlink()
+    folder.rmdir()
+    folder.write_text("")  # the folder's name is now a file: nothing can be written into it
+    seen = TICKS[4]
+    with caplog.at_level(logging.WARNING, logger="fairwatch"):
+        for tick in TICKS[5:]:
+            store.append(frame[(frame["ts"] >= seen) & (frame["ts"] < tick)])
+            seen = tick
+            assert same_report(running.evaluate(tick)) == same_report(whole(store).evaluate(tick))
+    warned = [r for r in caplog.records if "memory only" in r.getMessage()]
+    assert len(warned) == 1 and warned[0].exc_info is None
+
+
+def test_one_off_commands_leave_the_folder_alone(tmp_path: Path) -> None:
+    early, _frame = growing_log()
+    store = sqlite_store(tmp_path, early, "epoch-float")
+    evaluator(store, tmp_path / "panes", persist=False).evaluate(TICKS[0])
+    assert not (tmp_path / "panes").exists()
+
+
+def test_a_relative_directory_is_relative_to_the_config_file(tmp_path: Path) -> None:
+    folder = tmp_path / "conf"
+    folder.mkdir()
+    (folder / "fairwatch.yaml").write_text(
+        "models:\n"
+        "  - name: m\n"
+        "    source: {kind: sql, url: 'sqlite:///log.db', table: predictions}\n"
+        "    groups: [{attribute: g, kind: categorical, column: g}]\n"
+        "    panes: {directory: state/panes}\n"
+    )
+    assert load_settings(folder / "fairwatch.yaml").models[0].panes.directory == str(folder / "state/panes")
