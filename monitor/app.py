@@ -135,7 +135,8 @@ def run_forever(load_settings: Callable[[], Settings]) -> None:
 
     A reload reads and validates the file again: a valid config that differs replaces the
     running service (sources, schedules and alert state start afresh; the HTTP port is
-    re-bound), an invalid one is logged in one line and the running config stays.
+    re-bound), an invalid one - or one that cannot be built or started - is logged in one line
+    and the running config stays.
     """
     signals: queue.SimpleQueue[int] = queue.SimpleQueue()
 
@@ -158,18 +159,40 @@ def run_forever(load_settings: Callable[[], Settings]) -> None:
             try:
                 settings = load_settings()
             except FairwatchError as exc:
-                first = str(exc).strip().splitlines()
-                log.error("config reload failed, keeping the running config: %s", " ".join(first)[:500])
+                log.error("config reload failed, keeping the running config: %s", _one_line(exc))
                 continue
             if settings == app.settings:
                 log.info("config reloaded: unchanged")
                 continue
-            app.stop()
-            app = build_app(settings)
-            app.start()
-            log.info("config reloaded: %d model(s)", len(settings.models))
+            app = _replace(app, settings)
     finally:
         app.stop()
+
+
+def _replace(app: App, settings: Settings) -> App:
+    """The service running ``settings`` in place of ``app`` - or ``app``'s own config again, if the
+    new one cannot be built (a folder it cannot write) or started (a port it cannot bind): a
+    reload never takes the service down (Prometheus keeps its running config the same way)."""
+    try:
+        new = build_app(settings)
+    except FairwatchError as exc:
+        log.error("config reload failed, keeping the running config: %s", _one_line(exc))
+        return app
+    app.stop()
+    try:
+        new.start()
+    except FairwatchError as exc:
+        new.stop()
+        log.error("config reload failed, restarting the running config: %s", _one_line(exc))
+        app = build_app(app.settings)
+        app.start()
+        return app
+    log.info("config reloaded: %d model(s)", len(settings.models))
+    return new
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).strip().splitlines())[:500]
 
 
 def build_app(

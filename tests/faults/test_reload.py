@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import sys
 from pathlib import Path
 
@@ -47,6 +48,27 @@ def test_sighup_reloads_a_valid_config_and_keeps_the_running_one_on_error(
         assert service.running and names() == ["toxicity"]  # still serving the last good config
         failed = [line for line in log.read_text().splitlines() if "config reload failed" in line]
         assert len(failed) == 1 and "Traceback" not in log.read_text()
+
+        # valid configs that cannot be built or started: the running config stays, or comes back
+        blocker = tmp_path / "a-file"
+        blocker.write_text("")
+        data["models"][0]["panes"] = {"directory": str(blocker / "panes")}  # a folder inside a file
+        config.write_text(yaml.safe_dump(data, sort_keys=False))
+        os.kill(service.pid, signal.SIGHUP)
+        wait_until(
+            lambda: "models[0].panes.directory: cannot write" in log.read_text() or None, 30, "the refusal"
+        )
+        assert service.running and names() == ["toxicity"]
+        del data["models"][0]["panes"]
+        with socket.socket() as busy:  # the new port is taken: the old config is started again
+            busy.bind(("127.0.0.1", 0))
+            busy.listen()
+            data["server"]["port"] = busy.getsockname()[1]
+            config.write_text(yaml.safe_dump(data, sort_keys=False))
+            os.kill(service.pid, signal.SIGHUP)
+            wait_until(lambda: "restarting the running config" in log.read_text() or None, 30, "the restart")
+            service.wait_http_ok(base + "/readyz")
+        assert service.running and names() == ["toxicity"] and "Traceback" not in log.read_text()
     finally:
         service.stop()
     assert service._popen is not None and service._popen.returncode == 0
