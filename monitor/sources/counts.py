@@ -197,9 +197,9 @@ def count_statement(
                 inside = sa.and_(prefilter(start, end, f"day_{i}"), inside)
             counts.append(sa.select(sa.func.count()).select_from(source).where(inside).scalar_subquery())
         return sa.select(*(n.label(range_column(i)) for i, n in enumerate(counts)))
-    if prefilter is not None:
-        where = sa.and_(prefilter(lo, hi, "day"), where)
+    day = None if prefilter is None else prefilter(lo, hi, "day")
     if totals:
+        where = where if day is None else sa.and_(day, where)
         sums = [sa.func.coalesce(sa.func.sum(sa.case((inside, 1), else_=0)), 0) for inside in insides]
         return (
             sa.select(*(n.label(range_column(i)) for i, n in enumerate(sums)))
@@ -220,6 +220,8 @@ def count_statement(
     if invalid is not None:
         keys.append(sa.case((invalid, 1), else_=0).label(INVALID_TIMESTAMP))
         where = sa.or_(where, invalid)
+    if day is not None:  # after the OR: unreadable rows only of the read's days, as the row path reads
+        where = sa.and_(day, where)
     keys += extra
     each = sa.select(*keys).select_from(source).where(where)
     if not grouped:

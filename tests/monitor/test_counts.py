@@ -290,6 +290,18 @@ def test_sqlite_unreadable_timestamps_are_counted_as_rejected(tmp_path: Path) ->
     assert counted.rejected["timestamp_invalid"] > 0
 
 
+def test_sqlite_unreadable_timestamps_of_other_days_are_not_read(tmp_path: Path) -> None:
+    """The read covers whole days of text (the index range): an unreadable timestamp of another
+    day is outside it, in the row path and in the count alike."""
+    url = sqlite_log(tmp_path, dirty_log(1000), "TEXT", SQLITE_TIMESTAMPS["iso-text"][1])
+    with sqlite3.connect(url.removeprefix("sqlite:///")) as conn:
+        conn.execute("UPDATE predictions SET ts = substr(ts, 1, 10) || 'T99:99' WHERE id % 50 = 0")
+        conn.execute("UPDATE predictions SET ts = '2026-11-01T99:99' WHERE id % 50 = 1")  # 3 weeks ago
+    assert_counted_equals_rows({"kind": "sql", "url": url, "table": "predictions"})
+    counted, _ = evaluate({"kind": "sql", "url": url, "table": "predictions"}, aggregate=True)
+    assert counted.rejected["timestamp_invalid"] == 20  # ids 0, 50, ..., 950: the day of the window
+
+
 def test_a_query_source_is_counted_with_its_columns_as_stored(tmp_path: Path) -> None:
     url = sqlite_log(tmp_path, dirty_log(), "TEXT", SQLITE_TIMESTAMPS["iso-text"][1])
     source = {"kind": "sql", "url": url, "query": "SELECT * FROM predictions WHERE id % 5 <> 3"}
