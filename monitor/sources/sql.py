@@ -649,15 +649,22 @@ class SqlSource:
         return sa.table(name, *(sa.column(n) for n in names), schema=schema)
 
     def _leads_an_index(self, conn: Connection, column: str | None) -> bool:
-        """Whether an index of the table starts with ``column`` (then a time range is an index range)."""
+        """Whether an index of the table - its own, or its primary key's or a unique constraint's -
+        starts with ``column`` (then a time range is an index range)."""
         if column is None:
             return False
+        name, schema = self.config.table or "", self.config.schema_
         try:
-            indexes = sa.inspect(conn).get_indexes(self.config.table or "", schema=self.config.schema_)
-        except Exception:  # a dialect that cannot tell (duckdb-engine): assume none
+            inspector = sa.inspect(conn)
+            leading = [list(i["column_names"]) for i in inspector.get_indexes(name, schema=schema)]
+            leading.append(list(inspector.get_pk_constraint(name, schema=schema)["constrained_columns"]))
+            leading += [
+                list(u["column_names"]) for u in inspector.get_unique_constraints(name, schema=schema)
+            ]
+        except (sa.exc.SQLAlchemyError, NotImplementedError):  # a dialect that cannot tell (duckdb-engine)
             conn.rollback()
             return False
-        return any(list(index["column_names"])[:1] == [column] for index in indexes)
+        return any(columns[:1] == [column] for columns in leading)
 
     def _timestamp_encoding(
         self, conn: Connection, source: sa.TableClause | sa.Subquery
