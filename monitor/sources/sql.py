@@ -651,7 +651,7 @@ class SqlSource:
     def _leads_an_index(self, conn: Connection, column: str | None) -> bool:
         """Whether an index of the table - its own, or its primary key's or a unique constraint's -
         starts with ``column`` (then a time range is an index range)."""
-        if column is None:
+        if column is None or conn.dialect.name == "duckdb":  # duckdb-engine reflects no indexes (and warns)
             return False
         name, schema = self.config.table or "", self.config.schema_
         try:
@@ -661,7 +661,7 @@ class SqlSource:
             leading += [
                 list(u["column_names"]) for u in inspector.get_unique_constraints(name, schema=schema)
             ]
-        except (sa.exc.SQLAlchemyError, NotImplementedError):  # a dialect that cannot tell (duckdb-engine)
+        except (sa.exc.SQLAlchemyError, NotImplementedError):  # a dialect that cannot tell
             conn.rollback()
             return False
         return any(columns[:1] == [column] for columns in leading)
