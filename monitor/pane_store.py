@@ -143,37 +143,36 @@ class PaneStore:
         self._written.clear()
         folder = self.root / fingerprint(shape, size, self.source)
         self._folder = folder
-        try:
+        out = []
+        try:  # (a file it cannot remove - a read-only volume - leaves the panes in memory only too)
             for other in self.root.iterdir():
                 if other != folder and other.is_dir() and _FINGERPRINT.match(other.name):
                     _remove_folder(other)
             folder.mkdir(exist_ok=True)
-            names = sorted(folder.iterdir())
+            for path in sorted(folder.iterdir()):
+                if path.name.startswith(".") and path.name.endswith(".tmp"):  # a write cut short
+                    path.unlink(missing_ok=True)
+                    continue
+                if path.suffix != _SUFFIX:
+                    continue
+                try:
+                    stored = _read(path, size)
+                except Exception as exc:  # whatever a damaged file makes the decoder raise: not used
+                    reason = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
+                    log.warning(
+                        "model %s: sealed pane file %s cannot be read (%s); removed, its pane is read "
+                        "from the source",
+                        self.model,
+                        path,
+                        reason,
+                    )
+                    path.unlink(missing_ok=True)
+                    continue
+                self._written[stored.pane] = stored.frame
+                out.append(stored)
         except OSError as exc:
             self._fail(exc)
             return []
-        out = []
-        for path in names:
-            if path.name.startswith(".") and path.name.endswith(".tmp"):  # a write cut short
-                path.unlink(missing_ok=True)
-                continue
-            if path.suffix != _SUFFIX:
-                continue
-            try:
-                stored = _read(path, size)
-            except Exception as exc:  # whatever a damaged file makes the decoder raise: not used
-                reason = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
-                log.warning(
-                    "model %s: sealed pane file %s cannot be read (%s); removed, its pane is read "
-                    "from the source",
-                    self.model,
-                    path,
-                    reason,
-                )
-                path.unlink(missing_ok=True)
-                continue
-            self._written[stored.pane] = stored.frame
-            out.append(stored)
         return sorted(out, key=lambda stored: stored.pane)
 
     def holds(self, shape: CountRequest, size: timedelta) -> bool:

@@ -328,3 +328,20 @@ def test_every_model_name_gets_a_folder_of_its_own_inside_the_directory(tmp_path
     for i, name in enumerate(names):
         (stored,) = PaneStore.open(str(directory), name, memory, "key").load(shape, SIZE)
         assert stored.frame["score"].tolist() == [0.5 + i, 0.25 + i] and stored.rows == 5
+
+
+def test_a_pane_file_that_cannot_be_removed_costs_no_evaluation(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An unreadable entry that cannot be removed either (here a folder under a pane file's name; a
+    volume remounted read-only does the same to a damaged file) leaves the panes in memory only -
+    the first tick after the restart is not lost to the error."""
+    store, _frame, directory = first_run(tmp_path)
+    (folder,) = (directory / "tox").iterdir()
+    last = sorted(folder.glob("*.arrow"))[-1]
+    last.unlink()
+    (last / "x").mkdir(parents=True)
+    with caplog.at_level(logging.WARNING, logger="fairwatch"):
+        restarted = evaluator(store, directory).evaluate(TICKS[4])
+    assert same_report(restarted) == same_report(whole(store).evaluate(TICKS[4]))
+    assert [r for r in caplog.records if "memory only" in r.getMessage()]
