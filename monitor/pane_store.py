@@ -1,7 +1,8 @@
 """Sealed panes on disk: what :mod:`monitor.panes` keeps in memory, also kept in a folder, so that a
 restarted service does not read the whole history again.
 
-Layout: ``<panes.directory>/<model>/<fingerprint>/<pane start, Unix seconds>.arrow``. The
+Layout: ``<panes.directory>/<model>/<fingerprint>/<pane start, Unix seconds>.arrow`` (a model
+name of capitals, or a long one, as a hashed folder name: :func:`folder_name`). The
 fingerprint is a hash of what was counted and where - the count request without its time
 ranges, the pane size and the source (kind, URL without its password, table or query, path,
 formats), as JSON with sorted keys - so a changed config (other groups, columns, thresholds,
@@ -50,7 +51,7 @@ from monitor.errors import ConfigError
 from monitor.secrets import mask_url
 from monitor.sources.counts import WEIGHT, CountRequest
 
-__all__ = ["FORMAT", "PaneStore", "StoredPane"]
+__all__ = ["FORMAT", "PaneStore", "StoredPane", "fingerprint", "folder_name"]
 
 log = logging.getLogger("fairwatch")
 
@@ -59,6 +60,7 @@ FORMAT = 1
 _META = b"fairwatch.pane"
 _SUFFIX = ".arrow"
 _FINGERPRINT = re.compile(r"^[0-9a-f]{16}$")
+_PLAIN_NAME = re.compile(r"[a-z0-9_.:-]{1,100}")  # a model's folder under its own name
 _WRITE_OPTIONS = pa.ipc.IpcWriteOptions(compression="zstd")  # counts shrink ~14x (a 24 h window: 41 -> 3 MB)
 # what names the rows a source reads (not how: timeouts, Arrow or not, Spark session settings)
 _SOURCE_IDENTITY = {
@@ -123,8 +125,7 @@ class PaneStore:
     def open(cls, directory: str, model: str, source: SourceConfig, key: str) -> PaneStore:
         """The store of ``model`` (reading ``source``) under ``directory``; ``key`` names the
         setting in errors."""
-        name = model if model.strip(".") else "%2E" * len(model)  # never "." or ".."
-        root = Path(directory) / name
+        root = Path(directory) / folder_name(model)
         probe = root / f".probe-{os.getpid()}.tmp"
         try:
             root.mkdir(parents=True, exist_ok=True)
@@ -142,37 +143,36 @@ class PaneStore:
         self._written.clear()
         folder = self.root / fingerprint(shape, size, self.source)
         self._folder = folder
-        try:
+        out = []
+        try:  # (a file it cannot remove - a read-only volume - leaves the panes in memory only too)
             for other in self.root.iterdir():
                 if other != folder and other.is_dir() and _FINGERPRINT.match(other.name):
                     _remove_folder(other)
             folder.mkdir(exist_ok=True)
-            names = sorted(folder.iterdir())
+            for path in sorted(folder.iterdir()):
+                if path.name.startswith(".") and path.name.endswith(".tmp"):  # a write cut short
+                    path.unlink(missing_ok=True)
+                    continue
+                if path.suffix != _SUFFIX:
+                    continue
+                try:
+                    stored = _read(path, size)
+                except Exception as exc:  # whatever a damaged file makes the decoder raise: not used
+                    reason = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
+                    log.warning(
+                        "model %s: sealed pane file %s cannot be read (%s); removed, its pane is read "
+                        "from the source",
+                        self.model,
+                        path,
+                        reason,
+                    )
+                    path.unlink(missing_ok=True)
+                    continue
+                self._written[stored.pane] = stored.frame
+                out.append(stored)
         except OSError as exc:
             self._fail(exc)
             return []
-        out = []
-        for path in names:
-            if path.name.startswith(".") and path.name.endswith(".tmp"):  # a write cut short
-                path.unlink(missing_ok=True)
-                continue
-            if path.suffix != _SUFFIX:
-                continue
-            try:
-                stored = _read(path, size)
-            except Exception as exc:  # whatever a damaged file makes the decoder raise: not used
-                reason = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
-                log.warning(
-                    "model %s: sealed pane file %s cannot be read (%s); removed, its pane is read "
-                    "from the source",
-                    self.model,
-                    path,
-                    reason,
-                )
-                path.unlink(missing_ok=True)
-                continue
-            self._written[stored.pane] = stored.frame
-            out.append(stored)
         return sorted(out, key=lambda stored: stored.pane)
 
     def holds(self, shape: CountRequest, size: timedelta) -> bool:
@@ -256,6 +256,19 @@ class PaneStore:
         )
         self._broken = True
         self._written.clear()
+
+
+def folder_name(model: str) -> str:
+    """The folder of ``model``: its name where that is safe as a name of its own on any file
+    system, else the first 64 characters and ``~`` and a hash of the whole name.
+
+    Names of capitals (``Tox`` and ``tox`` would share a folder where names are compared
+    ignoring case), longer than 100 characters (a file name's limit is 255 bytes) or of dots
+    only (``.``, ``..``) are hashed; ``~`` is no model name's character, so no hashed folder is
+    another model's."""
+    if _PLAIN_NAME.fullmatch(model) and model.strip("."):
+        return model
+    return f"{model[:64]}~{hashlib.sha256(model.encode()).hexdigest()[:16]}"
 
 
 def fingerprint(shape: CountRequest, size: timedelta, source: SourceConfig) -> str:

@@ -97,8 +97,11 @@ class Panes:
         late, pieces = self._recheck(source, now), 0
         sealed_before = now - self.label_delay - self.config.lateness
         cuts = {moment for r in request.ranges for moment in r} | {start, end}
-        if any(t < start for t in self._kept):  # panes that slid out of every window
-            self._kept = {t: k for t, k in self._kept.items() if t >= start}
+        # panes that slid out of every window, or are no longer sealed (the clock moved back)
+        if any(t < start or t + self.config.size > sealed_before for t in self._kept):
+            self._kept = {
+                t: k for t, k in self._kept.items() if start <= t <= sealed_before - self.config.size
+            }
             self._full = False
         usable: list[datetime] = []
         for pane in _panes(start, min(end, sealed_before), self.config.size):
@@ -200,7 +203,8 @@ class Panes:
 
     def _recheck(self, source: CountingSource, now: datetime) -> int:
         """Recount the kept panes every ``recheck``; drop blocks whose total changed. Late rows found."""
-        if self._checked_at is not None and now - self._checked_at < self.config.recheck:
+        # (a clock that moved back makes it due at once: it says nothing of the time since the last one)
+        if self._checked_at is not None and timedelta(0) <= now - self._checked_at < self.config.recheck:
             return 0
         self._checked_at = now
         panes = sorted(self._kept)

@@ -210,7 +210,12 @@ def serve(
     exchange_timeout: float = EXCHANGE_TIMEOUT,
 ) -> ServerHandle:
     """Serve ``app`` on ``host:port`` from a background daemon thread (port 0: any free port)."""
-    family = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
+    try:  # a host no resolver knows is a config error too (a reload then keeps the running config)
+        family = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][
+            0
+        ]
+    except OSError as exc:
+        raise ConfigError(f"server: cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
 
     class Server(_PooledWSGIServer):
         address_family = family  # IPv6 hosts need AF_INET6

@@ -72,3 +72,29 @@ def test_sighup_reloads_a_valid_config_and_keeps_the_running_one_on_error(
     finally:
         service.stop()
     assert service._popen is not None and service._popen.returncode == 0
+
+
+def test_a_reload_to_a_host_that_does_not_resolve_starts_the_running_config_again(
+    edit_config: EditConfig, tmp_path: Path
+) -> None:
+    """``server.host`` that no resolver knows (a typo) cannot be started: the old config comes back
+    (the lookup's error was no config error, so the reload stopped the service instead)."""
+    port = free_port()
+    config = edit_config(lambda data: data["server"].update(port=port))
+    log = tmp_path / "service.log"
+    service = ManagedProcess("fairwatch", [FAIRWATCH, "run", "--config", str(config)], log).start()
+    base = f"http://127.0.0.1:{port}"
+    try:
+        service.wait_http_ok(base + "/readyz")
+        data = yaml.safe_load(config.read_text())
+        data["server"]["host"] = "no-such-host.invalid"  # RFC 6761: never resolves
+        config.write_text(yaml.safe_dump(data, sort_keys=False))
+        assert service.pid is not None
+        os.kill(service.pid, signal.SIGHUP)
+        wait_until(lambda: "restarting the running config" in log.read_text() or None, 30, "the restart")
+        service.wait_http_ok(base + "/readyz")
+        assert service.running and "no-such-host.invalid" in log.read_text()
+        assert "Traceback" not in log.read_text()
+    finally:
+        service.stop()
+    assert service._popen is not None and service._popen.returncode == 0

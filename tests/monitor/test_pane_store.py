@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from monitor.app import build_app
-from monitor.config import SourceConfig, load_settings
+from monitor.config import ModelConfig, SourceConfig, load_settings
 from monitor.errors import ConfigError
 from monitor.evaluation import Evaluator, build_evaluators
 from monitor.pane_store import PaneStore, fingerprint
@@ -299,3 +299,49 @@ def test_a_relative_directory_is_relative_to_the_config_file(tmp_path: Path) -> 
         "    panes: {directory: state/panes}\n"
     )
     assert load_settings(folder / "fairwatch.yaml").models[0].panes.directory == str(folder / "state/panes")
+
+
+def test_every_model_name_gets_a_folder_of_its_own_inside_the_directory(tmp_path: Path) -> None:
+    """Any name the config accepts - 300 characters (a file name's limit is 255 bytes), dots only,
+    names that differ only by case (one folder where names are compared ignoring case, as on
+    macOS and Windows) - is a folder directly inside the directory, distinct from every other's
+    even ignoring case, and its panes come back."""
+    names = ["m" * 300, "m" * 299 + "M", ".", "..", "...", "Tox", "tox", "TOX", "a:b", "-x_y.z"]
+    for name in names:  # the schema accepts them all
+        source, groups = (
+            {"kind": "memory", "name": "m"},
+            [{"attribute": "g", "kind": "categorical", "column": "g"}],
+        )
+        assert ModelConfig.model_validate({"name": name, "source": source, "groups": groups}).name == name
+    directory = tmp_path / "panes"
+    shape, memory = CountRequest("ts", ("score",), (), ()), SourceConfig(kind="memory", name="m")
+    frame = pd.DataFrame({"score": [0.5, 0.25], "__rows": np.array([2, 3], dtype=np.int64)})
+    pane = datetime(2026, 1, 1, tzinfo=UTC)
+    for i, name in enumerate(names):
+        writer = PaneStore.open(str(directory), name, memory, "key")
+        assert writer.load(shape, SIZE) == []
+        writer.sync({pane: (frame.assign(score=frame["score"] + i), 5)}, frozenset())
+    folders = sorted(p.name for p in directory.iterdir())
+    assert len(folders) == len(names) and len({f.casefold() for f in folders}) == len(names)
+    assert all(len(f.encode()) <= 100 and f.strip(".") for f in folders)
+    assert "tox" in folders  # a plain name is its own folder
+    for i, name in enumerate(names):
+        (stored,) = PaneStore.open(str(directory), name, memory, "key").load(shape, SIZE)
+        assert stored.frame["score"].tolist() == [0.5 + i, 0.25 + i] and stored.rows == 5
+
+
+def test_a_pane_file_that_cannot_be_removed_costs_no_evaluation(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An unreadable entry that cannot be removed either (here a folder under a pane file's name; a
+    volume remounted read-only does the same to a damaged file) leaves the panes in memory only -
+    the first tick after the restart is not lost to the error."""
+    store, _frame, directory = first_run(tmp_path)
+    (folder,) = (directory / "tox").iterdir()
+    last = sorted(folder.glob("*.arrow"))[-1]
+    last.unlink()
+    (last / "x").mkdir(parents=True)
+    with caplog.at_level(logging.WARNING, logger="fairwatch"):
+        restarted = evaluator(store, directory).evaluate(TICKS[4])
+    assert same_report(restarted) == same_report(whole(store).evaluate(TICKS[4]))
+    assert [r for r in caplog.records if "memory only" in r.getMessage()]

@@ -256,3 +256,32 @@ def test_panes_are_epoch_aligned() -> None:
     ]
     gaps = list(_gaps(start, start + timedelta(hours=1), panes[1:2], timedelta(minutes=30)))
     assert gaps == [(start, panes[1]), (panes[2], start + timedelta(hours=1))]
+
+
+def test_a_clock_that_moved_back_neither_uses_panes_it_no_longer_seals_nor_delays_the_recheck(
+    tmp_path: Path,
+) -> None:
+    """The clock steps back 3 h (an NTP correction, a restored VM): a kept pane that is no longer
+    sealed may still get rows, so it is not used once sealed again; and the recheck is due 45 min
+    after the step, not 45 min after the last check's later clock reading. (Found by review: both
+    missed rows until the clock passed its old reading again.)"""
+    _early, frame = growing_log()
+    tick = TICKS[4]
+    store = sqlite_store(tmp_path, frame[frame["ts"] < tick], "epoch-float")
+    through, whole = evaluators(store)  # 30 min panes, 5 min lateness, 45 min recheck; 2 h label delay
+    through.evaluate(tick - timedelta(minutes=13))
+    through.evaluate(tick)
+    back = tick - timedelta(hours=3)
+    pane = datetime.fromtimestamp(((tick - timedelta(hours=4)).timestamp() // 1800) * 1800, tick.tzinfo)
+    sealed = pane - timedelta(hours=2)  # sealed at both clock readings
+    assert through.panes is not None and {pane, sealed} <= set(through.panes._kept)
+    assert pane + timedelta(minutes=30) > back - timedelta(hours=2, minutes=5)  # unsealed at `back`
+    assert same_report(through.evaluate(back)) == same_report(whole.evaluate(back))
+    rows = frame.sample(30, random_state=2)
+    store.append(rows[:20].assign(ts=pane + timedelta(minutes=7), id=range(90_000, 90_020)))  # not late
+    again = tick - timedelta(hours=1, minutes=20)  # `pane` sealed again; no recheck since the step
+    result = through.evaluate(again)
+    assert same_report(result) == same_report(whole.evaluate(again)) and result.late_rows == 0
+    store.append(rows[20:].assign(ts=sealed + timedelta(minutes=3), id=range(91_000, 91_010)))  # late
+    due = back + timedelta(minutes=46)
+    assert through.evaluate(due).late_rows == 10
