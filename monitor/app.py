@@ -184,9 +184,14 @@ def _replace(app: App, settings: Settings) -> App:
     except FairwatchError as exc:
         new.stop()
         log.error("config reload failed, restarting the running config: %s", _one_line(exc))
-        app = build_app(app.settings)
-        app.start()
-        return app
+        old = build_app(app.settings)
+        try:
+            old.start()
+        except FairwatchError as again:  # the old port taken meanwhile: nothing runs, say so and stop
+            old.stop()
+            log.error("the running config cannot be started again either, stopping: %s", _one_line(again))
+            raise
+        return old
     log.info("config reloaded: %d model(s)", len(settings.models))
     return new
 

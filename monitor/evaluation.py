@@ -329,13 +329,20 @@ def build_evaluators(
     service; one-off commands keep them in memory, so they never touch the service's files). A
     folder that cannot be written is a :class:`~monitor.errors.ConfigError`.
     """
-    out = {}
-    for i, model in enumerate(settings.models):
-        store = None
-        if persist_panes and model.panes.enabled and model.panes.directory:
-            key = f"models[{i}].panes.directory"
-            store = PaneStore.open(model.panes.directory, model.name, model.source, key)
-        out[model.name] = _evaluator(model, settings, memory_sources, progress, store)
+    out: dict[str, Evaluator] = {}
+    try:
+        for i, model in enumerate(settings.models):
+            store = None
+            if persist_panes and model.panes.enabled and model.panes.directory:
+                key = f"models[{i}].panes.directory"
+                store = PaneStore.open(model.panes.directory, model.name, model.source, key)
+            out[model.name] = _evaluator(model, settings, memory_sources, progress, store)
+    except BaseException:  # a later model failed: close the sources already built, then raise
+        for built in out.values():
+            built.source.close()
+            if built.label_source is not None:
+                built.label_source.close()
+        raise
     return out
 
 

@@ -3,14 +3,19 @@ logged in one line and the running config stays; SIGTERM still stops the process
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import socket
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
+from monitor.app import App, _replace, build_app
+from monitor.config import load_settings
+from monitor.errors import ConfigError
 from tests.faults.conftest import EditConfig
 from tests.servers import ManagedProcess, free_port, http_json, wait_until
 
@@ -98,3 +103,38 @@ def test_a_reload_to_a_host_that_does_not_resolve_starts_the_running_config_agai
     finally:
         service.stop()
     assert service._popen is not None and service._popen.returncode == 0
+
+
+def test_a_reload_that_cannot_start_either_config_says_so_and_raises(
+    edit_config: EditConfig, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The new port is taken, and so is the old one by the time the running config is started again:
+    nothing runs, the log says why, and the error ends the process (run_forever's caller exits 1)."""
+    old_port, new_port = free_port(), free_port()
+    running = build_app(load_settings(edit_config(lambda data: data["server"].update(port=old_port))))
+    running.start(schedule=False)
+    settings = load_settings(edit_config(lambda data: data["server"].update(port=new_port)))
+    taken: list[socket.socket] = []
+    stop = App.stop
+
+    def stop_then_take_the_old_port(app: App) -> None:
+        stop(app)
+        if app is running:  # someone binds the old port as soon as it is free
+            sock = socket.socket()
+            sock.bind(("127.0.0.1", old_port))
+            sock.listen()
+            taken.append(sock)
+
+    monkeypatch.setattr(App, "stop", stop_then_take_the_old_port)
+    try:
+        with socket.socket() as busy, caplog.at_level(logging.ERROR, logger="fairwatch"):
+            busy.bind(("127.0.0.1", new_port))
+            busy.listen()
+            with pytest.raises(ConfigError, match=str(old_port)):
+                _replace(running, settings)
+        messages = [r.getMessage() for r in caplog.records]
+        assert any(m.startswith("config reload failed, restarting the running config") for m in messages)
+        assert any(m.startswith("the running config cannot be started again either") for m in messages)
+    finally:
+        for sock in taken:
+            sock.close()

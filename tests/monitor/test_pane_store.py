@@ -21,6 +21,7 @@ from monitor.errors import ConfigError
 from monitor.evaluation import Evaluator, build_evaluators
 from monitor.pane_store import PaneStore, fingerprint
 from monitor.sources.counts import CountRequest
+from monitor.sources.sql import SqlSource
 from tests.monitor.test_counts import config
 from tests.monitor.test_panes import (
     OPEN,
@@ -258,6 +259,27 @@ def test_an_unwritable_directory_is_a_config_error_naming_the_key(tmp_path: Path
     settings = config(store.source, aggregate=True, panes={"directory": str(tmp_path / "a-file" / "panes")})
     with pytest.raises(ConfigError, match=r"^models\[0\]\.panes\.directory: cannot write .*a-file/panes/tox"):
         build_app(settings)
+
+
+def test_a_model_that_cannot_be_built_closes_the_sources_built_before_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a-file").write_text("")
+    early, _frame = growing_log()
+    store = sqlite_store(tmp_path, early, "epoch-float")
+    settings = config(store.source, aggregate=True)
+    first = settings.models[0]
+    second = first.model_copy(
+        update={
+            "name": "tox2",
+            "panes": first.panes.model_copy(update={"enabled": True, "directory": str(tmp_path / "a-file")}),
+        }
+    )
+    closed: list[str] = []
+    monkeypatch.setattr(SqlSource, "close", lambda self: closed.append(self.describe()))
+    with pytest.raises(ConfigError, match=r"^models\[1\]\.panes\.directory"):
+        build_evaluators(settings.model_copy(update={"models": [first, second]}), persist_panes=True)
+    assert len(closed) == 1 and "predictions" in closed[0]  # the first model's source, built and closed
 
 
 def test_a_folder_that_fails_while_running_leaves_the_panes_in_memory(
