@@ -95,6 +95,7 @@ class Panes:
             self._shape = shape
             self._load(shape)
         late, pieces = self._recheck(source, now), 0
+        self._sync()  # a pane the recheck dropped loses its file now, not after reads that may fail
         sealed_before = now - self.label_delay - self.config.lateness
         cuts = {moment for r in request.ranges for moment in r} | {start, end}
         # panes that slid out of every window, or are no longer sealed (the clock moved back)
@@ -136,9 +137,14 @@ class Panes:
             )
         frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
         flagged = self._flagged if self._flagged is not None else frozenset()
-        if self._store is not None:
-            self._store.sync({t: (k.frame, k.rows) for t, k in self._kept.items()}, flagged)
+        self._sync()
         return PanesRead(Batch(frame, rejected, counted=True, flagged=flagged), late, pieces)
+
+    def _sync(self) -> None:
+        """The folder (``panes.directory``) made to hold exactly the kept panes."""
+        if self._store is not None:
+            flagged = self._flagged if self._flagged is not None else frozenset()
+            self._store.sync({t: (k.frame, k.rows) for t, k in self._kept.items()}, flagged)
 
     def resumable(self, request: CountRequest) -> bool:
         """Whether a previous run's panes for ``request`` are on disk and not read yet: the first

@@ -17,7 +17,7 @@ import pytest
 
 from monitor.app import build_app
 from monitor.config import ModelConfig, SourceConfig, load_settings
-from monitor.errors import ConfigError
+from monitor.errors import ConfigError, SourceError
 from monitor.evaluation import Evaluator, build_evaluators
 from monitor.pane_store import PaneStore, fingerprint
 from monitor.sources.counts import CountRequest
@@ -122,6 +122,32 @@ def test_rows_written_while_down_are_late_at_the_first_tick(tmp_path: Path) -> N
     again = evaluator(store, directory).evaluate(TICKS[6])
     assert again.late_rows == 0 and again.pieces_read is not None
     assert same_report(again) == same_report(whole(store).evaluate(TICKS[6]))
+
+
+def test_late_rows_are_counted_once_when_the_read_after_the_recheck_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The recheck drops the pane that gained rows, then the source fails before the tick ends: the
+    pane's file goes with it, so a restart reads the pane afresh and does not report the same rows
+    as late a second time."""
+    store, frame, directory = first_run(tmp_path)
+    down = TICKS[4] - timedelta(hours=4, minutes=10)
+    store.append(frame.sample(25, random_state=1).assign(ts=down, id=range(90_000, 90_025)))
+    restarted = evaluator(store, directory)
+    fail = SourceError("the database went away")
+
+    def read_counts(self: SqlSource, *args: Any) -> Any:
+        raise fail
+
+    with monkeypatch.context() as patch:
+        patch.setattr(SqlSource, "read_counts", read_counts)
+        with pytest.raises(SourceError):
+            restarted.evaluate(TICKS[4])  # the recheck ran (it counts, not reads) and found the 25
+    pane = down.replace(minute=30 * (down.minute // 30))
+    assert pane not in next(iter(files(directory).values()))
+    again = evaluator(store, directory).evaluate(TICKS[4])
+    assert again.late_rows == 0
+    assert same_report(again) == same_report(whole(store).evaluate(TICKS[4]))
 
 
 def test_a_damaged_file_is_logged_once_removed_and_read_again(
