@@ -23,32 +23,11 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from bench_ticks import FIRST_TICK, make_log, sqlite_store, stores_postgres, values
+from bench_ticks import FIRST_TICK, evaluator, make_log, sqlite_store, stores_postgres, values
 from rich.console import Console
 from rich.table import Table
 
-from monitor.config import settings_from_dict
-from monitor.demo import IDENTITIES
-from monitor.evaluation import Evaluator, build_evaluators
 from monitor.terminal import print_table
-
-
-def evaluator(source: dict[str, Any], directory: Path | None, *, panes: bool = True) -> Evaluator:
-    settings = settings_from_dict(
-        {
-            "models": [
-                {
-                    "name": "bench",
-                    "source": source,
-                    "columns": {"id": "id", "timestamp": "ts", "score": "score", "label": "label"},
-                    "groups": [{"attribute": "identity", "kind": "indicator", "columns": IDENTITIES}],
-                    "windows": [{"name": "24h", "length": "24h"}],
-                    "panes": {"enabled": panes, "directory": str(directory) if directory else None},
-                }
-            ]
-        }
-    )
-    return build_evaluators(settings, persist_panes=True)["bench"]
 
 
 def run(
@@ -56,19 +35,19 @@ def run(
 ) -> dict[str, Any]:
     append(log[log["ts"] < FIRST_TICK])
     directory = folder / f"panes-{name}"
-    first = evaluator(source, directory)
+    first = evaluator(source, True, directory)
     for minute in (0, 1):
         first.evaluate(FIRST_TICK + timedelta(minutes=minute))
     first.source.close()
     files = list(directory.rglob("*.arrow"))
     ticks = [FIRST_TICK + timedelta(minutes=minute) for minute in (2, 3)]
     append(log[(log["ts"] >= FIRST_TICK) & (log["ts"] < ticks[0])])
-    whole = evaluator(source, None, panes=False)
+    whole = evaluator(source, False)
     reference = [values(whole.evaluate(tick)) for tick in ticks]
     whole.source.close()
     out: dict[str, Any] = {"store": name, "files": len(files), "bytes": sum(f.stat().st_size for f in files)}
     for kind, kept in (("directory", directory), ("memory", None)):
-        restarted = evaluator(source, kept)
+        restarted = evaluator(source, True, kept)
         seconds, pieces, identical = [], [], True
         for tick, expected in zip(ticks, reference, strict=True):
             t0 = time.perf_counter()

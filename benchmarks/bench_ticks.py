@@ -101,7 +101,9 @@ def stores_postgres() -> Iterator[tuple[str, sa.Engine]]:
         cluster.stop_and_remove()
 
 
-def evaluator(source: dict[str, Any], panes: bool) -> Evaluator:
+def evaluator(source: dict[str, Any], panes: bool, directory: Path | None = None) -> Evaluator:
+    """The benchmark's model on ``source``: through panes (kept in ``directory`` too, as the
+    service keeps them) or re-reading whole windows."""
     settings = settings_from_dict(
         {
             "models": [
@@ -111,12 +113,12 @@ def evaluator(source: dict[str, Any], panes: bool) -> Evaluator:
                     "columns": {"id": "id", "timestamp": "ts", "score": "score", "label": "label"},
                     "groups": [{"attribute": "identity", "kind": "indicator", "columns": IDENTITIES}],
                     "windows": [{"name": "24h", "length": "24h"}],
-                    "panes": {"enabled": panes},
+                    "panes": {"enabled": panes, "directory": str(directory) if directory else None},
                 }
             ]
         }
     )
-    return build_evaluators(settings)["bench"]
+    return build_evaluators(settings, persist_panes=directory is not None)["bench"]
 
 
 def values(result: ModelEvaluation) -> Any:

@@ -23,11 +23,9 @@ pytestmark = pytest.mark.integration
 ALERT = re.compile(r"^(\d\d:\d\d) alert (\w+) \(muslim, (\w+)\) is (pending|firing|resolved)$")
 
 
-def test_the_demo_stays_until_ctrl_c_and_its_story_repeats(tmp_path: Path) -> None:
-    """At a simulated hour a second, the demo's first 12-hour story (bias from hour 1 to 6) ends after
-    12 s; the old demo's log ran out at simulated hour 12. The demo runs with no --duration until
-    its second bias has fired an alert, and then until a SIGINT (Ctrl-C) ends it."""
-    proc = subprocess.Popen(
+def start_demo(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
+    """``fairwatch demo`` in ``tmp_path/demo`` on a free port, its output piped (80 columns)."""
+    return subprocess.Popen(
         [
             sys.executable,
             "-m",
@@ -37,14 +35,20 @@ def test_the_demo_stays_until_ctrl_c_and_its_story_repeats(tmp_path: Path) -> No
             str(tmp_path / "demo"),
             "--port",
             str(free_port()),
-            "--speed",
-            "3600",
+            *args,
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "COLUMNS": "80"},
     )
+
+
+def test_the_demo_stays_until_ctrl_c_and_its_story_repeats(tmp_path: Path) -> None:
+    """At a simulated hour a second, the demo's first 12-hour story (bias from hour 1 to 6) ends after
+    12 s; the old demo's log ran out at simulated hour 12. The demo runs with no --duration until
+    its second bias has fired an alert, and then until a SIGINT (Ctrl-C) ends it."""
+    proc = start_demo(tmp_path, "--speed", "3600")
     lines: list[str] = []
     assert proc.stdout is not None
     reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")), daemon=True)  # type: ignore[union-attr]
@@ -105,21 +109,7 @@ def test_the_demo_stays_until_ctrl_c_and_its_story_repeats(tmp_path: Path) -> No
 
 def test_sigterm_ends_the_demo_as_ctrl_c_does(tmp_path: Path) -> None:
     """``docker stop`` sends SIGTERM: the demo stops its service and says so, exit status 0."""
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "monitor.cli",
-            "demo",
-            "--dir",
-            str(tmp_path / "demo"),
-            "--port",
-            str(free_port()),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = start_demo(tmp_path)
     try:
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline and proc.poll() is None:

@@ -22,14 +22,19 @@ from tests.servers import ManagedProcess, free_port, http_json, wait_until
 FAIRWATCH = str(Path(sys.executable).with_name("fairwatch"))
 
 
-def test_sighup_reloads_a_valid_config_and_keeps_the_running_one_on_error(
-    edit_config: EditConfig, tmp_path: Path
-) -> None:
+def start_service(edit_config: EditConfig, tmp_path: Path) -> tuple[ManagedProcess, Path, Path, str]:
+    """``fairwatch run`` on the demo config at a free port: the process, its config file, its log, its URL."""
     port = free_port()
     config = edit_config(lambda data: data["server"].update(port=port))
     log = tmp_path / "service.log"
     service = ManagedProcess("fairwatch", [FAIRWATCH, "run", "--config", str(config)], log).start()
-    base = f"http://127.0.0.1:{port}"
+    return service, config, log, f"http://127.0.0.1:{port}"
+
+
+def test_sighup_reloads_a_valid_config_and_keeps_the_running_one_on_error(
+    edit_config: EditConfig, tmp_path: Path
+) -> None:
+    service, config, log, base = start_service(edit_config, tmp_path)
     try:
         service.wait_http_ok(base + "/readyz")
         names = lambda: [m["name"] for m in http_json(base + "/api/v1/results")["data"]["models"]]  # noqa: E731
@@ -84,11 +89,7 @@ def test_a_reload_to_a_host_that_does_not_resolve_starts_the_running_config_agai
 ) -> None:
     """``server.host`` that no resolver knows (a typo) cannot be started: the old config comes back
     (the lookup's error was no config error, so the reload stopped the service instead)."""
-    port = free_port()
-    config = edit_config(lambda data: data["server"].update(port=port))
-    log = tmp_path / "service.log"
-    service = ManagedProcess("fairwatch", [FAIRWATCH, "run", "--config", str(config)], log).start()
-    base = f"http://127.0.0.1:{port}"
+    service, config, log, base = start_service(edit_config, tmp_path)
     try:
         service.wait_http_ok(base + "/readyz")
         data = yaml.safe_load(config.read_text())
