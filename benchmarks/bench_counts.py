@@ -34,12 +34,12 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from monitor.terminal import print_table
+from monitor.cli.tables import print_table
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_service import NOW, make_log
 
-from monitor.demo import IDENTITIES
+from monitor.cli.demo.run import IDENTITIES
 
 START, END = "2026-11-21T00:00:00Z", "2026-11-22T00:00:00Z"
 
@@ -134,8 +134,8 @@ def returned_rows(url: str) -> tuple[int, int]:
     from datetime import datetime
 
     from monitor.config import load_settings
-    from monitor.counting import count_request
-    from monitor.sources.sql import SqlSource
+    from monitor.reading.plan import count_request
+    from monitor.sources.sql.source import SqlSource
 
     with tempfile.TemporaryDirectory() as tmp:
         config = Path(tmp) / "c.yaml"

@@ -30,13 +30,13 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from monitor.terminal import print_table
+from monitor.cli.tables import print_table
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_counts import END, run_cli, values
 from bench_service import NOW, make_log
 
-from monitor.demo import IDENTITIES
+from monitor.cli.demo.run import IDENTITIES
 
 COUNTS, ROWS = "counts (DuckDB)", "rows"
 MODES: dict[str, dict[str, Any]] = {

@@ -24,7 +24,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from monitor.terminal import print_table
+from monitor.cli.tables import print_table
 
 ROOT = Path(__file__).resolve().parent.parent
 HEAVY = ("sklearn", "scipy", "pandas", "sqlalchemy", "pyarrow", "apscheduler", "pydantic")
@@ -59,7 +59,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=7)
     args = parser.parse_args()
     fairwatch = str(Path(sys.executable).parent / "fairwatch")
-    from monitor.demo import write_demo_config
+    from monitor.cli.demo.run import write_demo_config
 
     config = write_demo_config(Path(tempfile.mkdtemp()), port=9810)
 
@@ -68,7 +68,7 @@ def main() -> None:
         ("baseline: import numpy", "import numpy"),
         ("import metrics_core", "import metrics_core"),
         ("import metrics_core; REGISTRY read", "import metrics_core as mc; mc.registry_as_dicts()"),
-        ("import monitor.cli", "import monitor.cli"),
+        ("import monitor.cli.commands", "import monitor.cli.commands"),
     ):
         times, heavy = [], []
         for _ in range(args.repeat):

@@ -1,6 +1,6 @@
 """What the live view costs to draw: one model's page with many series and a full history.
 
-Builds a :class:`monitor.history.History` of ``--evaluations`` evaluations (default 720, the
+Builds a :class:`monitor.service.history.History` of ``--evaluations`` evaluations (default 720, the
 ``server.history`` default) of a model with ``--groups`` groups x ``--metrics`` judged metrics in
 one window (random-walk values with intervals, some undefined), then times what a browser's poll
 costs the service - the whole page, the ``<main>`` fragment, ``/api/v1/history`` as JSON - and
@@ -25,12 +25,12 @@ from rich.console import Console
 from rich.table import Table
 
 from metrics_core import MetricValue, metric_names
-from monitor.history import History
+from monitor.cli.tables import print_table
+from monitor.evaluation.results import GroupStats, ModelEvaluation, WindowResult
 from monitor.http.live import LiveView
-from monitor.http.views import history_data
-from monitor.results import GroupStats, ModelEvaluation, WindowResult
-from monitor.snapshot import ModelStatus, Snapshot
-from monitor.terminal import print_table
+from monitor.outputs.api import history_data
+from monitor.service.history import History
+from monitor.service.snapshot import ModelStatus, Snapshot
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 

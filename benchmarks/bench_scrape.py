@@ -45,10 +45,10 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 from prometheus_client import CollectorRegistry, generate_latest, make_wsgi_app
 
 from metrics_core import STATES, MetricValue, ModelValue
-from monitor.exporter import SnapshotCollector
+from monitor.evaluation.results import GroupStats, ModelEvaluation, WindowResult
 from monitor.http import MetricsEndpoint, make_app, serve
-from monitor.results import GroupStats, ModelEvaluation, WindowResult
-from monitor.snapshot import ModelStatus, Snapshot
+from monitor.outputs.prometheus.collector import SnapshotCollector
+from monitor.service.snapshot import ModelStatus, Snapshot
 
 SEED = 20260301
 N_GROUPS = 69

@@ -25,10 +25,10 @@ import pyarrow.parquet as pq
 from rich.console import Console
 from rich.table import Table
 
+from monitor.cli.demo.run import IDENTITIES, PREVALENCE
+from monitor.cli.tables import print_table
 from monitor.config import settings_from_dict
-from monitor.demo import IDENTITIES, PREVALENCE
-from monitor.evaluation import build_evaluators
-from monitor.terminal import print_table
+from monitor.evaluation.evaluator import build_evaluators
 
 NOW = datetime(2026, 11, 22, tzinfo=UTC)
 

@@ -39,11 +39,11 @@ from rich.console import Console
 from rich.progress import track
 from rich.table import Table
 
+from monitor.cli.demo.run import IDENTITIES, PREVALENCE
+from monitor.cli.tables import print_table
 from monitor.config import settings_from_dict
-from monitor.demo import IDENTITIES, PREVALENCE
-from monitor.evaluation import Evaluator, build_evaluators
-from monitor.results import ModelEvaluation
-from monitor.terminal import print_table
+from monitor.evaluation.evaluator import Evaluator, build_evaluators
+from monitor.evaluation.results import ModelEvaluation
 
 FIRST_TICK = datetime(2026, 11, 22, 9, 17, 30, tzinfo=UTC)  # between pane boundaries
 

@@ -28,17 +28,17 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from prometheus_client import CollectorRegistry
 
 from monitor import __version__
-from monitor.alerting import AlertTracker
-from monitor.clock import Clock, SystemClock
 from monitor.config import Settings
-from monitor.errors import FairwatchError
-from monitor.evaluation import build_evaluators
-from monitor.exporter import SnapshotCollector
-from monitor.history import History
+from monitor.core.clock import Clock, SystemClock
+from monitor.core.errors import FairwatchError
+from monitor.evaluation.evaluator import build_evaluators
 from monitor.http import LiveView, MetricsEndpoint, ServerHandle, make_app, serve
-from monitor.notifiers import Notifier, build_notifiers
-from monitor.service import Monitor
-from monitor.snapshot import Snapshot
+from monitor.outputs.prometheus.collector import SnapshotCollector
+from monitor.service.alerting import AlertTracker
+from monitor.service.history import History
+from monitor.service.notifiers import Notifier, build_notifiers
+from monitor.service.runner import Monitor
+from monitor.service.snapshot import Snapshot
 from monitor.sources import Source
 
 __all__ = ["App", "build_app", "run_forever"]
@@ -60,7 +60,7 @@ class App:
 
     def start(self, *, serve_http: bool = True, schedule: bool = True) -> None:
         """Serve HTTP, then schedule every model (the first run of each starts at once); without
-        ``schedule`` the caller runs ``monitor.run_model`` itself (the demo's :class:`~monitor.pacer.Pacer`)."""
+        ``schedule`` the caller runs ``monitor.run_model`` itself (the demo's :class:`~monitor.cli.demo.pacer.Pacer`)."""
         if serve_http:
             metrics = MetricsEndpoint(self.collector, self.monitor.snapshot, registry=self.registry)
             self.monitor.subscribe(metrics.publish)  # rendered when published, not when scraped
@@ -96,7 +96,7 @@ class App:
 
     def _plans(self, snapshot: Snapshot) -> list[dict[str, object]]:
         """Power plans of every model's last evaluation (``/api/v1/power``), at 90% power."""
-        from monitor.planning import plan_model, plans_as_rows
+        from monitor.outputs.power import plan_model, plans_as_rows
 
         configs = {m.name: m for m in self.settings.models}
         plans = []

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from monitor.demo import write_demo_config, write_demo_log
+from monitor.cli.demo.run import write_demo_config, write_demo_log
 from tests.servers import free_port
 
 pytestmark = pytest.mark.integration

@@ -20,8 +20,8 @@ from pydantic_core import ErrorDetails
 
 from monitor.config.keys import keys_at
 from monitor.config.schema import Settings, SourceConfig
-from monitor.errors import ConfigError
-from monitor.suggest import did_you_mean
+from monitor.core.errors import ConfigError
+from monitor.core.suggest import did_you_mean
 
 #: A config larger than this is refused (the biggest real ones are a few KB).
 MAX_CONFIG_BYTES = 1 << 20

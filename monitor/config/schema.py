@@ -27,7 +27,7 @@ from pydantic import (
 
 from metrics_core import get_metric
 from metrics_core.stats.judge import DEFAULT_MIN_SAMPLES
-from monitor.secrets import check_url, url_secrets
+from monitor.core.secrets import check_url, url_secrets
 from monitor.tasks import TASKS, TaskName, TaskOptions
 
 __all__ = [
@@ -249,7 +249,7 @@ class WindowConfig(_Strict):
 
 
 class PanesConfig(_Strict):
-    """Sealed panes (:mod:`monitor.panes`): a counted source's kept per-pane counts, so that each
+    """Sealed panes (:mod:`monitor.reading.panes`): a counted source's kept per-pane counts, so that each
     tick reads only the parts of its windows that can still change."""
 
     enabled: bool = True

@@ -8,7 +8,7 @@ Routes (GET and HEAD; other methods get 405, unknown paths 404):
 - ``/api/v1/results``: the latest snapshot as JSON, optionally filtered;
 - ``/api/v1/power``: how many rows and days each alert needs to detect a departure, from the
   latest evaluation (``fairwatch power``'s figures);
-- ``/api/v1/history``: the kept history of each judged value (:class:`monitor.history.History`);
+- ``/api/v1/history``: the kept history of each judged value (:class:`monitor.service.history.History`);
 - ``/``: the live view of one model's window (:mod:`monitor.http.live`), refreshing itself;
   ``/static/`` its script, style sheet and icon.
 
@@ -16,11 +16,11 @@ Every route reads the snapshot reference once and only formats it (the power pla
 computed once per snapshot).
 """
 
-from monitor.http.app import make_app
 from monitor.http.live import LiveView
 from monitor.http.metrics import MetricsEndpoint
+from monitor.http.routes import make_app
 from monitor.http.server import ServerHandle, serve
-from monitor.http.views import redact, results_data
+from monitor.outputs.api import redact, results_data
 
 __all__ = [
     "LiveView",

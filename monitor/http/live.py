@@ -18,10 +18,10 @@ from html import escape
 from importlib.resources import files
 from urllib.parse import urlencode
 
-from monitor.history import History
-from monitor.http.views import redact
-from monitor.snapshot import ModelStatus, Snapshot
-from monitor.views.sections import alerts_view, seconds, window_view
+from monitor.outputs.api import redact
+from monitor.outputs.html.sections import alerts_view, seconds, window_view
+from monitor.service.history import History
+from monitor.service.snapshot import ModelStatus, Snapshot
 
 __all__ = ["LiveView", "static_asset"]
 
@@ -34,11 +34,11 @@ _STATIC_TYPES = {
 
 
 def static_asset(name: str) -> tuple[bytes, str] | None:
-    """A file of ``monitor/views/static`` and its content type; ``None`` for anything else (no
+    """A file of ``monitor/outputs/html/static`` and its content type; ``None`` for anything else (no
     path is ever joined from the request)."""
     if name not in _STATIC_TYPES:
         return None
-    return files("monitor.views").joinpath("static", name).read_bytes(), _STATIC_TYPES[name]
+    return files("monitor.outputs.html").joinpath("static", name).read_bytes(), _STATIC_TYPES[name]
 
 
 @dataclass

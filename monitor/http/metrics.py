@@ -32,8 +32,8 @@ from prometheus_client import CollectorRegistry, make_wsgi_app
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.metrics_core import Metric
 
-from monitor.exporter import SnapshotCollector
-from monitor.snapshot import Snapshot
+from monitor.outputs.prometheus.collector import SnapshotCollector
+from monitor.service.snapshot import Snapshot
 
 __all__ = ["MetricsEndpoint"]
 

@@ -23,7 +23,7 @@ from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 from wsgiref.types import WSGIApplication
 
-from monitor.errors import ConfigError
+from monitor.core.errors import ConfigError
 
 __all__ = ["ServerHandle", "serve"]
 

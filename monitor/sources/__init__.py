@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from monitor.config import SourceConfig
-from monitor.errors import ConfigError
-from monitor.sources.base import Batch, CountingSource, Source, normalize_timestamps
+from monitor.core.errors import ConfigError
+from monitor.sources.contract import Batch, CountingSource, Source, normalize_timestamps
 from monitor.sources.memory import MemorySource
 
 __all__ = ["Batch", "CountingSource", "MemorySource", "Source", "build_source", "normalize_timestamps"]
@@ -17,15 +17,15 @@ def build_source(
 ) -> Source:
     """The source a config describes. ``timestamp_column=None`` reads without a time filter."""
     if config.kind == "sql":
-        from monitor.sources.sql import SqlSource
+        from monitor.sources.sql.source import SqlSource
 
         return SqlSource(config, timestamp_column=timestamp_column)
     if config.kind == "files":
-        from monitor.sources.files import FileSource
+        from monitor.sources.files.source import FileSource
 
         return FileSource(config, timestamp_column=timestamp_column)
     if config.kind == "spark":
-        from monitor.sources.spark import SparkSource
+        from monitor.sources.spark.source import SparkSource
 
         return SparkSource(config, timestamp_column=timestamp_column)
     if config.kind == "memory":

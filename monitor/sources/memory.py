@@ -6,8 +6,8 @@ from datetime import datetime
 
 import pandas as pd
 
-from monitor.errors import SourceError
-from monitor.sources.base import Batch, filter_window
+from monitor.core.errors import SourceError
+from monitor.sources.contract import Batch, filter_window
 
 __all__ = ["MemorySource"]
 

@@ -3,8 +3,8 @@
 :data:`TASKS` maps a task name to its :class:`~monitor.tasks.base.Task` (one module per
 task beside this one): the columns it needs and reads, its options model, its row cleaner,
 the registry families of its metrics and the ``metrics_core`` evaluator of its windows.
-Config validation (:mod:`monitor.config`), evaluation (:mod:`monitor.evaluation`) and the
-dashboard (:mod:`monitor.dashboard`) all read it, and :func:`metrics_for` is the one place
+Config validation (:mod:`monitor.config`), evaluation (:mod:`monitor.evaluation.evaluator`) and the
+dashboard (:mod:`monitor.outputs.dashboards`) all read it, and :func:`metrics_for` is the one place
 that decides which metrics a model computes - so the dashboard draws exactly the metrics the
 evaluator exports.
 

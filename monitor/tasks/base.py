@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 import metrics_core as mc
 from metrics_core.engine.adjust import Adjustment
 from metrics_core.stats.contrasts import Method
-from monitor.suggest import did_you_mean
+from monitor.core.suggest import did_you_mean
 
 if TYPE_CHECKING:
     from monitor.config import ColumnsConfig, ModelConfig
@@ -128,7 +128,7 @@ class WindowRequest:
     confidence: float
     fair_ranges: Mapping[str, tuple[float | None, float | None]]
     min_samples: float
-    model: ModelConfig  # with the columns this window's log has (see monitor.rows.columns_for_frame)
+    model: ModelConfig  # with the columns this window's log has (see monitor.reading.frame.columns_for_frame)
     options: Mapping[str, object]  # TaskOptions.evaluate_kwargs(), read once at start-up
     adjust: Adjustment = "none"  # multiplicity adjustment of the alerting values (alerts.adjust)
     family_size: int | None = None  # alerting values the adjustment covers (the whole window's)

@@ -33,7 +33,7 @@ def round_scores(score: np.ndarray, decimals: int) -> np.ndarray:
 
     The definition every engine computes alike (SQL's ``round`` differs between databases,
     numpy's rounds half to even): each step is one correctly rounded double operation, so SQLite,
-    PostgreSQL, DuckDB and numpy give the same bits (:func:`monitor.sources.counts.rounded_score`
+    PostgreSQL, DuckDB and numpy give the same bits (:func:`monitor.sources.count_sql.rounded_score`
     is its SQL twin), and rounding a rounded score changes nothing. NaN, infinities and scores
     at or beyond ``2^48 / 10^decimals`` (where ``score * 10^k + 1/2`` is no longer exact) stay.
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Self
 
 from metrics_core.text import default_targets, default_word_lists, parse_embeddings, parse_word_list
-from monitor.errors import ConfigError
+from monitor.core.errors import ConfigError
 from monitor.tasks.base import FamilyModule, GroupwiseOptions, Rows, Task
 
 if TYPE_CHECKING:

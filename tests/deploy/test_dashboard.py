@@ -21,9 +21,9 @@ import pytest
 import yaml
 
 from metrics_core import REGISTRY
-from monitor.cli import main
+from monitor.cli.commands import main
 from monitor.config import Settings, settings_from_dict
-from monitor.dashboard import dashboard_uid, render_dashboard, render_dashboards
+from monitor.outputs.dashboards import dashboard_uid, render_dashboard, render_dashboards
 from tests.servers import promtool_bin
 
 ROOT = Path(__file__).resolve().parents[2]

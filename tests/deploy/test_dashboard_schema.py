@@ -24,7 +24,7 @@ from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models.dashboard import Dashboard
 
 from monitor.config import settings_from_dict
-from monitor.dashboard import render_dashboard
+from monitor.outputs.dashboards import render_dashboard
 from tests.monitor.test_tasks import MODELS, _settings
 
 plugins.register_default_plugins()

@@ -26,9 +26,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from metrics_core import REGISTRY
 from monitor.app import build_app
-from monitor.clock import FakeClock
 from monitor.config import settings_from_dict
-from monitor.dashboard import render_dashboard
+from monitor.core.clock import FakeClock
+from monitor.outputs.dashboards import render_dashboard
 from monitor.sources import MemorySource
 from tests.deploy.test_dashboard import _LABEL_VALUES, concrete, leaf_panels
 from tests.monitor.test_tasks import NOW, _log

@@ -276,7 +276,7 @@ def test_configmap_is_mounted_where_fairwatch_reads_it(
 def test_configmap_config_passes_fairwatch_validate(
     rendered: dict[str, list[dict[str, Any]]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from monitor.cli import main
+    from monitor.cli.commands import main
     from monitor.config import load_settings
 
     text = config_text(rendered["base"])
@@ -331,7 +331,7 @@ def prometheus_rule_groups(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def test_prometheus_rule_groups_equal_fairwatch_rules(rendered: dict[str, list[dict[str, Any]]]) -> None:
-    from monitor.rules import render_rules
+    from monitor.outputs.prometheus.rules import render_rules
 
     expected = yaml.safe_load(render_rules())["groups"]
     assert prometheus_rule_groups(rendered["base"]) == expected, "stale: run scripts/generate-deploy"

@@ -17,7 +17,7 @@ import yaml
 
 from metrics_core import REGISTRY
 from monitor.config import Settings, settings_from_dict
-from monitor.rules import ALERTNAME, HEALTH_ALERTS, alerting_metrics, render_rules
+from monitor.outputs.prometheus.rules import ALERTNAME, HEALTH_ALERTS, alerting_metrics, render_rules
 from tests.servers import amtool_bin, promtool_bin
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -22,11 +22,11 @@ from typing import Any, TypeVar
 import pytest
 import yaml
 
-from monitor.alerting import ALERTNAME as SERVICE_ALERTNAME
+from monitor.cli.demo.run import BIASED, IDENTITIES, DemoLog, write_demo_log
 from monitor.config import load_settings
-from monitor.demo import BIASED, IDENTITIES, DemoLog, write_demo_log
-from monitor.rules import ALERTNAME as RULE_ALERTNAME
-from monitor.rules import render_rules
+from monitor.outputs.prometheus.rules import ALERTNAME as RULE_ALERTNAME
+from monitor.outputs.prometheus.rules import render_rules
+from monitor.service.alerting import ALERTNAME as SERVICE_ALERTNAME
 from tests.servers import (
     AlertmanagerServer,
     ManagedProcess,

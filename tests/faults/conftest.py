@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from monitor.demo import write_demo_config, write_demo_log
+from monitor.cli.demo.run import write_demo_config, write_demo_log
 from tests.monitor.test_source_files import make_source  # noqa: F401 - the file sources' fixture
 
 NOW = datetime(2026, 11, 22, 12, tzinfo=UTC)

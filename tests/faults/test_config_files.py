@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from monitor.config import load_settings
-from monitor.errors import ConfigError
+from monitor.core.errors import ConfigError
 
 
 def _load(tmp_path: Path, text: str) -> ConfigError:

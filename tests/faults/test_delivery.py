@@ -16,15 +16,15 @@ from typing import Any
 import numpy as np
 import pytest
 
-from monitor.alerting import AlertTracker
-from monitor.clock import FakeClock
 from monitor.config import settings_from_dict
-from monitor.delivery import AlertDelivery
-from monitor.errors import AlertDeliveryError
-from monitor.evaluation import build_evaluators
-from monitor.notifiers import RecordingNotifier, WebhookNotifier
-from monitor.service import Monitor
-from monitor.snapshot import ActiveAlert
+from monitor.core.clock import FakeClock
+from monitor.core.errors import AlertDeliveryError
+from monitor.evaluation.evaluator import build_evaluators
+from monitor.service.alerting import AlertTracker
+from monitor.service.delivery import AlertDelivery
+from monitor.service.notifiers import RecordingNotifier, WebhookNotifier
+from monitor.service.runner import Monitor
+from monitor.service.snapshot import ActiveAlert
 from monitor.sources import MemorySource
 from tests.monitor.test_service import T0, drifting_log
 

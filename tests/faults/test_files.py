@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from monitor.errors import SourceError
+from monitor.core.errors import SourceError
 from tests.monitor.test_source_files import END, EVENTS, IN_WINDOW, START, MakeSource, ids, written_at
 
 

@@ -15,7 +15,7 @@ import yaml
 
 from monitor.app import App, _replace, build_app
 from monitor.config import load_settings
-from monitor.errors import ConfigError
+from monitor.core.errors import ConfigError
 from tests.faults.conftest import EditConfig
 from tests.servers import ManagedProcess, free_port, http_json, wait_until
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from monitor.secrets import mask, mask_url
+from monitor.core.secrets import mask, mask_url
 from tests.faults.conftest import EditConfig
 from tests.servers import ManagedProcess, free_port, http_json, http_request, wait_until
 

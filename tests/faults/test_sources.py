@@ -16,9 +16,9 @@ import pytest
 import sqlalchemy as sa
 
 from monitor.app import App, build_app
-from monitor.clock import FakeClock
 from monitor.config import load_settings
-from monitor.snapshot import ModelStatus
+from monitor.core.clock import FakeClock
+from monitor.service.snapshot import ModelStatus
 from tests.faults.conftest import NOW, EditConfig
 
 

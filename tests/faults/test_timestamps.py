@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 from monitor.config import SourceConfig
-from monitor.sources.sql import SqlSource
+from monitor.sources.sql.source import SqlSource
 
 START = datetime(2026, 11, 22, 3, tzinfo=UTC)
 END = START + timedelta(hours=1)

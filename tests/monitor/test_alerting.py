@@ -9,9 +9,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from metrics_core import MetricValue, get_metric
-from monitor.alerting import ALERTNAME, AlertTracker, AlertUpdate
-from monitor.clock import FakeClock
-from monitor.results import ModelEvaluation, WindowResult
+from monitor.core.clock import FakeClock
+from monitor.evaluation.results import ModelEvaluation, WindowResult
+from monitor.service.alerting import ALERTNAME, AlertTracker, AlertUpdate
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 STEP = timedelta(minutes=1)

@@ -16,12 +16,12 @@ import pytest
 import sqlalchemy as sa
 
 from monitor.config import SourceConfig
-from monitor.counting import count_request
-from monitor.errors import SourceError
-from monitor.evaluation import build_evaluators
-from monitor.sources.arrow import ArrowReader
-from monitor.sources.counts import WEIGHT, count_keys
-from monitor.sources.sql import SqlSource
+from monitor.core.errors import SourceError
+from monitor.evaluation.evaluator import build_evaluators
+from monitor.reading.plan import count_request
+from monitor.sources.count_sql import WEIGHT, count_keys
+from monitor.sources.sql.arrow import ArrowReader
+from monitor.sources.sql.source import SqlSource
 from tests.monitor.test_counts import NOW, PG_TIMESTAMPS, comparable, config, dirty_log, sqlite_log
 
 
@@ -87,7 +87,7 @@ def test_mixed_types_in_a_sqlite_column_fall_back_to_pandas_once(
     source = SqlSource(SourceConfig(kind="sql", url=url, table="predictions"), timestamp_column="ts")
     try:
         assert source.reader == "arrow"
-        with caplog.at_level(logging.INFO, logger="monitor.sources.sql"):
+        with caplog.at_level(logging.INFO, logger="monitor.sources.sql.source"):
             first = source.read(NOW - timedelta(hours=9), NOW)
             second = source.read(NOW - timedelta(hours=9), NOW)
         assert source.reader == "pandas"
@@ -160,7 +160,7 @@ def test_a_passing_arrow_failure_keeps_arrow_three_in_a_row_give_it_up(
     try:
         with (
             pytest.MonkeyPatch.context() as patch,
-            caplog.at_level(logging.INFO, logger="monitor.sources.sql"),
+            caplog.at_level(logging.INFO, logger="monitor.sources.sql.source"),
         ):
             patch.setattr(ArrowReader, "compile", flaky)
             expected = read()

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from metrics_core import REGISTRY
-from monitor.cli import _parser, main
-from monitor.demo import write_demo_config, write_demo_log
-from monitor.terminal import EXIT_BROKEN_PIPE
+from monitor.cli.commands import _parser, main
+from monitor.cli.demo.run import write_demo_config, write_demo_log
+from monitor.cli.tables import EXIT_BROKEN_PIPE
 
 START = datetime(2026, 11, 1, tzinfo=UTC)
 

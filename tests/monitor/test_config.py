@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from monitor.config import load_settings, parse_duration
-from monitor.errors import ConfigError
+from monitor.core.errors import ConfigError
 
 SKETCH = """\
 models:

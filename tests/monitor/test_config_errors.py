@@ -9,10 +9,10 @@ import pytest
 import yaml
 
 from metrics_core import REGISTRY
-from monitor.cli import main
+from monitor.cli.commands import main
+from monitor.cli.demo.run import write_demo_config, write_demo_log
 from monitor.config import load_settings
-from monitor.demo import write_demo_config, write_demo_log
-from monitor.errors import ConfigError
+from monitor.core.errors import ConfigError
 
 # line numbers below are counted by hand in this text
 BASE = """\

@@ -25,10 +25,10 @@ import pytest
 import sqlalchemy as sa
 
 from monitor.config import settings_from_dict
-from monitor.evaluation import build_evaluators
-from monitor.results import ModelEvaluation
-from monitor.sources.arrow import ArrowReader
-from monitor.sources.counts import RANGE_PREFIX
+from monitor.evaluation.evaluator import build_evaluators
+from monitor.evaluation.results import ModelEvaluation
+from monitor.sources.count_sql import RANGE_PREFIX
+from monitor.sources.sql.arrow import ArrowReader
 from tests.monitor.test_source_sql import captured_statements
 
 NOW = datetime(2026, 11, 22, 12, tzinfo=UTC)

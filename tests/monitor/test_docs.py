@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from metrics_core import REGISTRY
+from monitor.cli.demo.run import write_demo_log
 from monitor.config import load_settings
-from monitor.demo import write_demo_log
-from monitor.evaluation import build_evaluators
-from monitor.reference import render_metrics_reference
+from monitor.evaluation.evaluator import build_evaluators
+from monitor.outputs.metrics_doc import render_metrics_reference
 
 ROOT = Path(__file__).resolve().parents[2]
 

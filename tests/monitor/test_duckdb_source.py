@@ -26,11 +26,11 @@ import pytest
 import sqlalchemy as sa
 
 from monitor.config import SourceConfig, load_settings
-from monitor.errors import SourceError
-from monitor.results import ModelEvaluation
-from monitor.sources.counts import rounded_score
-from monitor.sources.sql import SqlSource
-from monitor.sources.sql_columns import sql_type
+from monitor.core.errors import SourceError
+from monitor.evaluation.results import ModelEvaluation
+from monitor.sources.count_sql import rounded_score
+from monitor.sources.sql.columns import sql_type
+from monitor.sources.sql.source import SqlSource
 from monitor.tasks.binary import round_scores
 from tests.monitor import test_panes
 from tests.monitor.test_counts import (
@@ -146,7 +146,7 @@ def test_text_timestamps_read_rows_prefiltered_by_day(
     frame = dirty_log()
     frame = pd.concat([frame, frame.head(50).assign(ts=frame["ts"].head(50) - timedelta(days=5))])
     url = duckdb_log(tmp_path, frame.reset_index(drop=True), "iso-text")
-    with caplog.at_level("INFO", logger="monitor.sources.sql"):
+    with caplog.at_level("INFO", logger="monitor.sources.sql.source"):
         counted, statements = evaluate(source(url), aggregate=True)
     assert comparable(counted) == comparable(evaluate(source(url), aggregate=False)[0])
     assert not counted_by_the_database(statements)

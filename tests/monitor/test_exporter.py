@@ -17,9 +17,9 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import Metric
 
 from metrics_core import REGISTRY, STATES, MetricValue, ModelValue
-from monitor.exporter import STATE_CODES, SnapshotCollector, build_families
-from monitor.results import GroupStats, ModelEvaluation, WindowResult
-from monitor.snapshot import ActiveAlert, ModelStatus, SinkStats, Snapshot
+from monitor.evaluation.results import GroupStats, ModelEvaluation, WindowResult
+from monitor.outputs.prometheus.collector import STATE_CODES, SnapshotCollector, build_families
+from monitor.service.snapshot import ActiveAlert, ModelStatus, SinkStats, Snapshot
 from tests.servers import promtool_bin
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

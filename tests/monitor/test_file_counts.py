@@ -22,10 +22,11 @@ import pyarrow.parquet as pq
 import pytest
 import sqlalchemy as sa
 
-from monitor.evaluation import build_evaluators
-from monitor.sources import file_counts, text_counts, text_files, text_values
-from monitor.sources.base import normalize_timestamps
-from monitor.sources.text_timestamps import TextInstant
+from monitor.evaluation.evaluator import build_evaluators
+from monitor.sources.contract import normalize_timestamps
+from monitor.sources.files import counts as file_counts
+from monitor.sources.files import text_counts, text_files, text_values
+from monitor.sources.files.text_timestamps import TextInstant
 from tests.monitor.test_counts import NOW, comparable, config, dirty_log
 
 
@@ -60,7 +61,7 @@ def evaluate(path: str, *, aggregate: bool, task: str = "binary") -> tuple[Any, 
         "tox"
     ]
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("monitor.sources.files.count_parquet", spy)
+        patch.setattr("monitor.sources.files.source.count_parquet", spy)
         result = evaluator.evaluate(NOW)
     return result, sum(calls)
 
@@ -239,7 +240,7 @@ def counted_by_duckdb() -> Iterator[list[str]]:
         return counted
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("monitor.sources.files.count_text", spy)
+        patch.setattr("monitor.sources.files.source.count_text", spy)
         yield outcomes
 
 

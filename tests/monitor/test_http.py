@@ -17,10 +17,10 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
 from prometheus_client.parser import text_string_to_metric_families as parse_text
 
-from monitor.errors import ConfigError
-from monitor.exporter import SnapshotCollector
+from monitor.core.errors import ConfigError
 from monitor.http import MetricsEndpoint, ServerHandle, make_app, redact, serve
-from monitor.snapshot import Snapshot
+from monitor.outputs.prometheus.collector import SnapshotCollector
+from monitor.service.snapshot import Snapshot
 from tests.monitor.test_exporter import (
     T0,
     make_snapshot,

@@ -1,5 +1,5 @@
 """Labels in their own table, joined by the database while it counts, give exactly what the row
-path gives (every row read, labels joined in pandas by :func:`monitor.label_join.join_labels`).
+path gives (every row read, labels joined in pandas by :func:`monitor.reading.label_join.join_labels`).
 
 The label table is dirty on purpose: ids relabelled later (the latest label wins), labels that
 arrive after the window (not used), labels for ids that were never predicted, rows whose own
@@ -20,8 +20,8 @@ import pytest
 import sqlalchemy as sa
 
 from monitor.config import settings_from_dict
-from monitor.evaluation import build_evaluators
-from monitor.results import ModelEvaluation
+from monitor.evaluation.evaluator import build_evaluators
+from monitor.evaluation.results import ModelEvaluation
 from tests.monitor.test_counts import IDENTITY, NOW, TASKS, arrow_statements, comparable, dirty_log
 from tests.monitor.test_source_sql import captured_statements
 
@@ -179,7 +179,7 @@ def test_ids_as_text_normalise_numeric_ids() -> None:
     """PostgreSQL NUMERIC ids read by pandas are Decimals: 17.0 joins 17 as a float does."""
     from decimal import Decimal
 
-    from monitor.label_join import _id_text
+    from monitor.reading.label_join import _id_text
 
     ids = pd.Series([Decimal("17.0"), Decimal("17.50"), 17.0, "17", None, Decimal("NaN")], dtype=object)
     assert _id_text(ids).tolist() == ["17", "17.5", "17", "17", pd.NA, pd.NA]
@@ -193,7 +193,7 @@ def test_ids_of_different_types_are_joined_in_python(
         lambda v: None if pd.isna(v) else str(int(v))
     )  # text ids, numbers in the log
     url = sqlite_store(tmp_path, "binary", labels)
-    with caplog.at_level("INFO", logger="monitor.sources.sql"):
+    with caplog.at_level("INFO", logger="monitor.sources.sql.source"):
         counted, statements = evaluate(url, aggregate=True, task="binary")
     assert not joined_by_the_database(statements)
     assert "labels not joined in the database: ids compared as text in Python" in caplog.text

@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 from prometheus_client import CollectorRegistry
 
-from monitor.history import History, SeriesKey
 from monitor.http import LiveView, make_app, serve
-from monitor.views.charts import MAX_POINTS, history_chart, interval_plot, state_timeline
-from monitor.views.sections import display_reason
+from monitor.outputs.html.charts import MAX_POINTS, history_chart, interval_plot, state_timeline
+from monitor.outputs.html.sections import display_reason
+from monitor.service.history import History, SeriesKey
 from tests.monitor.test_exporter import (
     NAN,
     T0,

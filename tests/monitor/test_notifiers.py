@@ -14,17 +14,17 @@ from typing import Any
 
 import pytest
 
-from monitor.alerting import ALERTNAME
 from monitor.config import AlertsConfig
-from monitor.errors import AlertDeliveryError, ConfigError
-from monitor.notifiers import (
+from monitor.core.errors import AlertDeliveryError, ConfigError
+from monitor.service.alerting import ALERTNAME
+from monitor.service.notifiers import (
     AlertmanagerNotifier,
     LogNotifier,
     RecordingNotifier,
     WebhookNotifier,
     build_notifiers,
 )
-from monitor.snapshot import ActiveAlert
+from monitor.service.snapshot import ActiveAlert
 from tests.servers import AlertmanagerServer, WebhookReceiver, free_port, http_json, wait_until
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from monitor.pacer import Pacer
+from monitor.cli.demo.pacer import Pacer
 
 
 def test_slow_evaluations_skip_ticks_and_say_how_many() -> None:

@@ -17,11 +17,11 @@ import pytest
 
 from monitor.app import build_app
 from monitor.config import ModelConfig, SourceConfig, load_settings
-from monitor.errors import ConfigError, SourceError
-from monitor.evaluation import Evaluator, build_evaluators
-from monitor.pane_store import PaneStore, fingerprint
-from monitor.sources.counts import CountRequest
-from monitor.sources.sql import SqlSource
+from monitor.core.errors import ConfigError, SourceError
+from monitor.evaluation.evaluator import Evaluator, build_evaluators
+from monitor.reading.pane_store import PaneStore, fingerprint
+from monitor.sources.count_sql import CountRequest
+from monitor.sources.sql.source import SqlSource
 from tests.monitor.test_counts import config
 from tests.monitor.test_panes import (
     OPEN,

@@ -20,8 +20,8 @@ import sqlalchemy as sa
 from pydantic import ValidationError
 
 from monitor.config import PanesConfig
-from monitor.evaluation import Evaluator, build_evaluators
-from monitor.results import ModelEvaluation
+from monitor.evaluation.evaluator import Evaluator, build_evaluators
+from monitor.evaluation.results import ModelEvaluation
 from tests.monitor.test_counts import NOW, SQLITE_TIMESTAMPS, comparable, config, dirty_log, sqlite_log
 
 PANES = {"size": "30m", "lateness": "5m", "recheck": "45m"}
@@ -245,7 +245,7 @@ def test_pane_settings_are_checked() -> None:
 
 
 def test_panes_are_epoch_aligned() -> None:
-    from monitor.panes import _gaps, _panes
+    from monitor.reading.panes import _gaps, _panes
 
     start = datetime.fromisoformat("2026-11-22T03:17:00+00:00")
     panes = list(_panes(start, start + timedelta(hours=1), timedelta(minutes=30)))

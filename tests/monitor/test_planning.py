@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from metrics_core.stats.power import Plan, rows_needed
-from monitor.cli import main
-from monitor.demo import write_demo_config, write_demo_log
+from monitor.cli.commands import main
+from monitor.cli.demo.run import write_demo_config, write_demo_log
 
 NOW = datetime(2026, 11, 20, 12, tzinfo=UTC)
 
@@ -139,9 +139,9 @@ def test_the_service_serves_the_same_plans(config: Path, capsys: pytest.CaptureF
     import urllib.request
 
     from monitor.app import build_app
-    from monitor.clock import FakeClock
     from monitor.config import load_settings
-    from monitor.planning import with_planning_rates
+    from monitor.core.clock import FakeClock
+    from monitor.outputs.power import with_planning_rates
 
     cli = {(p["attribute"], p["group"], p["metric"]): p for p in _plans(config, capsys)}
     settings = with_planning_rates(load_settings(config))

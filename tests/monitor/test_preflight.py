@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 import sqlalchemy as sa
 
-from monitor.cli import main
-from monitor.demo import write_demo_config, write_demo_log
+from monitor.cli.commands import main
+from monitor.cli.demo.run import write_demo_config, write_demo_log
 
 
 @pytest.fixture(scope="module")

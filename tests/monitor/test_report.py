@@ -1,5 +1,5 @@
 """``fairwatch report`` and ``check --report``: one self-contained HTML file whose tables say what
-``fairwatch evaluate`` says; :class:`monitor.report.Report` in a notebook."""
+``fairwatch evaluate`` says; :class:`monitor.outputs.html.report.Report` in a notebook."""
 
 from __future__ import annotations
 
@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from monitor.cli import main
+from monitor.cli.commands import main
+from monitor.cli.demo.run import write_demo_config, write_demo_log
 from monitor.config import load_settings
-from monitor.demo import write_demo_config, write_demo_log
-from monitor.evaluation import build_evaluators
-from monitor.report import build_report, instants
-from monitor.serialize import evaluation_rows
-from monitor.views.charts import number
+from monitor.evaluation.evaluator import build_evaluators
+from monitor.outputs.html.charts import number
+from monitor.outputs.html.report import build_report, instants
+from monitor.outputs.json import evaluation_rows
 
 START = datetime(2026, 11, 1, 0, 0, tzinfo=UTC)
 END = START + timedelta(hours=6)

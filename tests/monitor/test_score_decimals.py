@@ -20,9 +20,9 @@ from sklearn.metrics import roc_auc_score
 
 import metrics_core as mc
 from monitor.config import settings_from_dict
-from monitor.errors import ConfigError
-from monitor.evaluation import build_evaluators
-from monitor.sources.counts import rounded_score
+from monitor.core.errors import ConfigError
+from monitor.evaluation.evaluator import build_evaluators
+from monitor.sources.count_sql import rounded_score
 from monitor.tasks import metrics_for
 from monitor.tasks.binary import round_scores
 from tests.monitor.test_counts import NOW, SQLITE_TIMESTAMPS, comparable, config, dirty_log, sqlite_log

@@ -10,12 +10,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from monitor.alerting import AlertTracker
-from monitor.clock import FakeClock
 from monitor.config import settings_from_dict
-from monitor.evaluation import build_evaluators
-from monitor.notifiers import RecordingNotifier
-from monitor.service import Monitor
+from monitor.core.clock import FakeClock
+from monitor.evaluation.evaluator import build_evaluators
+from monitor.service.alerting import AlertTracker
+from monitor.service.notifiers import RecordingNotifier
+from monitor.service.runner import Monitor
 from monitor.sources import MemorySource
 
 T0 = datetime(2026, 11, 22, 0, 0, tzinfo=UTC)
@@ -177,7 +177,7 @@ def test_a_bad_row_is_counted_per_read_and_once_in_the_last_read() -> None:
 def test_the_service_alert_and_the_prometheus_rule_share_name_and_runbook_link() -> None:
     """One name and one runbook section per metric, whichever raises the alert (alerts.runbook_url)."""
     from monitor.app import build_app
-    from monitor.rules import build_rules
+    from monitor.outputs.prometheus.rules import build_rules
 
     model = {
         "name": "tox",

@@ -18,9 +18,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from monitor.config import SourceConfig
-from monitor.errors import SourceError
+from monitor.core.errors import SourceError
 from monitor.sources import build_source
-from monitor.sources.files import FileSource
+from monitor.sources.files.source import FileSource
 
 START = datetime(2026, 11, 22, 3, 0, tzinfo=UTC)
 END = datetime(2026, 11, 22, 4, 0, tzinfo=UTC)

@@ -20,10 +20,10 @@ import pytest
 import sqlalchemy as sa
 
 from monitor.config import SourceConfig
-from monitor.errors import ConfigError, SourceError
+from monitor.core.errors import ConfigError, SourceError
 from monitor.sources import build_source
-from monitor.sources.counts import CountRequest
-from monitor.sources.sql import SqlSource, TimestampEncoding, detect_encoding
+from monitor.sources.count_sql import CountRequest
+from monitor.sources.sql.source import SqlSource, TimestampEncoding, detect_encoding
 from tests.servers import free_port
 
 START = datetime(2026, 11, 22, 3, 0, tzinfo=UTC)

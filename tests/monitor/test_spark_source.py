@@ -23,14 +23,14 @@ import pyarrow.parquet as pq
 import pytest
 from pydantic import ValidationError
 
-import monitor.sources.spark as spark_module
+import monitor.sources.spark.source as spark_module
+from monitor.cli.preflight import check_sources
 from monitor.config import SourceConfig, load_settings, settings_from_dict
-from monitor.errors import ConfigError, SourceError
-from monitor.evaluation import build_evaluators
-from monitor.preflight import check_sources
-from monitor.results import ModelEvaluation
-from monitor.sources.counts import CountRequest
-from monitor.sources.spark import SparkSource
+from monitor.core.errors import ConfigError, SourceError
+from monitor.evaluation.evaluator import build_evaluators
+from monitor.evaluation.results import ModelEvaluation
+from monitor.sources.count_sql import CountRequest
+from monitor.sources.spark.source import SparkSource
 from tests.monitor.test_counts import NOW, comparable, config, dirty_log
 from tests.monitor.test_score_decimals import continuous, with_decimals
 from tests.servers import free_port
@@ -254,8 +254,8 @@ def test_a_stuck_job_is_cancelled_after_source_timeout(spark: Any, endless_log: 
 CONNECT_CLIENT = """
 import sys
 from monitor.config import SourceConfig
-from monitor.errors import SourceError
-from monitor.sources.spark import SparkSource
+from monitor.core.errors import SourceError
+from monitor.sources.spark.source import SparkSource
 from tests.monitor.test_counts import NOW, comparable
 from tests.monitor.test_spark_source import counted_by_spark_connect
 

@@ -14,13 +14,13 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from monitor.alerting import AlertTracker
-from monitor.clock import FakeClock
 from monitor.config import settings_from_dict
-from monitor.evaluation import build_evaluators
-from monitor.exporter import SnapshotCollector
-from monitor.notifiers import RecordingNotifier
-from monitor.service import Monitor
+from monitor.core.clock import FakeClock
+from monitor.evaluation.evaluator import build_evaluators
+from monitor.outputs.prometheus.collector import SnapshotCollector
+from monitor.service.alerting import AlertTracker
+from monitor.service.notifiers import RecordingNotifier
+from monitor.service.runner import Monitor
 
 NOW = datetime(2026, 11, 22, 12, tzinfo=UTC)
 N = 3000

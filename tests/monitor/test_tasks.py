@@ -14,9 +14,9 @@ import pytest
 
 from metrics_core import REGISTRY
 from monitor.config import load_settings, settings_from_dict
-from monitor.dashboard import render_dashboard
-from monitor.errors import ConfigError
-from monitor.evaluation import build_evaluators
+from monitor.core.errors import ConfigError
+from monitor.evaluation.evaluator import build_evaluators
+from monitor.outputs.dashboards import render_dashboard
 from monitor.sources import MemorySource
 from monitor.tasks import TASKS, TaskName
 

@@ -1,0 +1,5 @@
+"""``python -m monitor``: the ``fairwatch`` command."""
+
+from monitor.cli import main
+
+raise SystemExit(main())

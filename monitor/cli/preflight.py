@@ -1,0 +1,233 @@
+"""``fairwatch validate --connect``: do the configured tables, files and columns exist?
+
+A config can be valid and still name a table that is not there or a column spelt as in
+another log; the service would then report a source failure at its first tick. Here each
+source is opened once, before anything runs: a SQL table (or view) is reflected with
+SQLAlchemy's inspector and a query is run with ``LIMIT 0`` for its column names; a files
+source's glob must match, and the newest file's columns (a Parquet schema, a CSV header, the
+keys of the first JSON lines) must hold the configured ones; a Spark table or path is opened
+by a Spark job (a local master starts its JVM) for its schema. In-memory sources are left to
+their first read. Each problem names the config key, and the name meant when one is close.
+"""
+
+from __future__ import annotations
+
+import csv
+import glob
+import gzip
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import sqlalchemy as sa
+
+from monitor.config import ModelConfig, Settings, SourceConfig
+from monitor.core.errors import SourceError
+from monitor.core.secrets import mask_url
+from monitor.core.suggest import did_you_mean
+from monitor.reading.frame import group_columns
+from monitor.tasks import TASKS
+
+__all__ = ["SourceCheck", "check_sources"]
+
+_EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv", ".parquet": "parquet"}
+_JSON_LINES = 100  # the keys of this many first lines stand for a JSON Lines file's columns
+
+
+@dataclass(frozen=True)
+class SourceCheck:
+    """What opening one source found: the columns it has, or the problems that stop a read."""
+
+    where: str  # the config key: models[0].source
+    what: str  # the source, credentials masked
+    columns: tuple[str, ...]
+    problems: tuple[str, ...]
+    skipped: str | None = None  # why the source was not opened
+
+
+def check_sources(settings: Settings) -> list[SourceCheck]:
+    """Open every prediction and label source of ``settings`` once and check what the config names."""
+    checks = []
+    for i, model in enumerate(settings.models):
+        checks.append(_check(f"models[{i}].source", model.source, _prediction_columns(model, f"models[{i}]")))
+        if model.labels is not None:
+            cols = model.labels.columns
+            named = {"labels.columns.id": cols.id, "labels.columns.label": cols.label}
+            if cols.timestamp:
+                named["labels.columns.timestamp"] = cols.timestamp
+            where = f"models[{i}].labels"
+            checks.append(
+                _check(
+                    f"{where}.source", model.labels.source, {f"models[{i}].{k}": v for k, v in named.items()}
+                )
+            )
+    return checks
+
+
+def _prediction_columns(model: ModelConfig, where: str) -> dict[str, str]:
+    """The columns a model's prediction source must have, by the config key that names each."""
+    task = TASKS[model.task]
+    cols = model.columns
+    named = {f"{where}.columns.timestamp": cols.timestamp}
+    for key in task.reads:
+        if key == "label" and model.labels is not None:
+            continue  # joined from the label source
+        if key in task.optional and key not in cols.model_fields_set:
+            continue  # a default name that may be missing: its metrics are skipped
+        value = getattr(cols, key)
+        for j, name in enumerate(value if isinstance(value, list) else [value]):
+            if name:
+                named[f"{where}.columns.{key}" + (f"[{j}]" if isinstance(value, list) else "")] = name
+    if cols.model:
+        named[f"{where}.columns.model"] = cols.model
+    if model.labels is not None:
+        key = "labels.join_on" if model.labels.join_on else "columns.id"
+        named[f"{where}.{key}"] = model.labels.join_on or cols.id
+    for g, group in enumerate(model.groups):
+        for j, name in enumerate(group_columns(group)):
+            suffix = "column" if group.kind == "categorical" else f"columns[{j}]"
+            named[f"{where}.groups[{g}].{suffix}"] = name
+    return named
+
+
+def _check(where: str, source: SourceConfig, named: dict[str, str]) -> SourceCheck:
+    if source.kind == "memory":
+        return SourceCheck(
+            where, source.kind, (), (), skipped="memory sources are checked by their first read"
+        )
+    opened = {"sql": _sql_columns, "spark": _spark_columns}.get(source.kind, _file_columns)
+    try:
+        what, columns = opened(source)
+    except _Missing as exc:
+        key = exc.key or ("table" if source.table else ("url" if source.kind == "sql" else "path"))
+        return SourceCheck(where, exc.what, (), (f"{where}.{key}: {exc}",))
+    problems = [
+        f"{key}: no column `{name}` in {what}{did_you_mean(name, columns)}"
+        for key, name in named.items()
+        if name not in columns
+    ]
+    return SourceCheck(where, what, tuple(columns), tuple(problems))
+
+
+class _Missing(Exception):
+    """The source itself cannot be opened: no database, table or file."""
+
+    def __init__(self, what: str, problem: str, key: str | None = None) -> None:
+        super().__init__(problem)
+        self.what = what
+        self.key = key  # the source's config key at fault, when not the usual one
+
+
+def _sql_columns(source: SourceConfig) -> tuple[str, list[str]]:
+    assert source.url is not None
+    try:
+        url = sa.make_url(source.url)
+    except (sa.exc.ArgumentError, ValueError):  # its message may quote the URL, password included
+        raise _Missing("a sql source", "not a valid SQLAlchemy URL (dialect+driver://...)", "url") from None
+    shown = mask_url(url.render_as_string(hide_password=False))
+    name = f"{source.schema_}.{source.table}" if source.schema_ else source.table
+    what = f"table {name!r} in {shown}" if source.table else f"the query's result on {shown}"
+    database = url.database or ""
+    local = url.get_backend_name() == "sqlite" and database not in ("", ":memory:")
+    if local and not database.startswith("file:") and not Path(database).is_file():
+        # SQLAlchemy would create an empty database there
+        problem = "is a directory, not a database file" if Path(database).is_dir() else "does not exist"
+        raise _Missing(what, f"{shown}: the SQLite database file {database} {problem}")
+    options: dict[str, Any] = {}
+    if url.get_backend_name() == "postgresql":
+        options["connect_args"] = {"connect_timeout": 10}
+    try:
+        engine = sa.create_engine(url, **options)
+    except (sa.exc.NoSuchModuleError, ImportError) as exc:  # a dialect or its driver not installed
+        raise _Missing(what, f"cannot use {shown}: {exc}", "url") from None
+    try:
+        with engine.connect() as conn:
+            if source.query:
+                return what, _query_columns(conn, source.query)
+            inspector = sa.inspect(conn)
+            tables = [
+                *inspector.get_table_names(schema=source.schema_),
+                *inspector.get_view_names(schema=source.schema_),
+            ]
+            if source.table not in tables:
+                hint = did_you_mean(source.table or "", tables)
+                raise _Missing(what, f"no table or view {name!r} in {shown}{hint}")
+            return what, [c["name"] for c in inspector.get_columns(source.table or "", schema=source.schema_)]
+    except sa.exc.SQLAlchemyError as exc:
+        raise _Missing(what, f"cannot read {what}: {_short_cause(exc)}") from None
+    finally:
+        engine.dispose()
+
+
+def _spark_columns(source: SourceConfig) -> tuple[str, list[str]]:
+    from monitor.sources.spark.source import SparkSource  # pyspark: the spark extra
+
+    spark = SparkSource(source, timestamp_column=None)
+    what = spark.describe()
+    try:
+        return what, spark.columns()
+    except SourceError as exc:
+        raise _Missing(what, str(exc)) from None
+    finally:
+        spark.close()
+
+
+def _query_columns(conn: sa.Connection, query: str) -> list[str]:
+    now = datetime.now(UTC)
+    text = sa.text(query.strip().rstrip(";"))
+    params = {k: v for k, v in {"start": now - timedelta(seconds=1), "end": now}.items() if f":{k}" in query}
+    probe: sa.Select[Any] = (
+        sa.select(sa.literal_column("*")).select_from(text.columns().subquery("q")).limit(0)
+    )
+    return list(conn.execute(probe, params).keys())
+
+
+def _short_cause(exc: BaseException) -> str:
+    """The driver's own one-line message (the innermost error), without the SQL around it."""
+    inner: BaseException = getattr(exc, "orig", None) or exc
+    return f"{type(inner).__name__}: {str(inner).strip().splitlines()[0] if str(inner).strip() else ''}"
+
+
+def _file_columns(source: SourceConfig) -> tuple[str, list[str]]:
+    assert source.path is not None
+    what = f"files {source.path}"
+    paths = [p for p in glob.glob(source.path, recursive=True) if os.path.isfile(p)]
+    if not paths:
+        raise _Missing(what, f"no file matches {source.path}")
+    newest = max(paths, key=os.path.getmtime)
+    stem = newest.lower().removesuffix(".gz")
+    fmt = source.format if source.format != "auto" else _EXTENSIONS.get(os.path.splitext(stem)[1])
+    if fmt is None:
+        raise _Missing(what, f"cannot tell the format of {newest} from its extension; set `format:`")
+    try:
+        if fmt == "parquet":
+            return f"{newest} ({len(paths)} file(s) match)", list(pq.read_schema(newest).names)
+        opener: Any = gzip.open if newest.lower().endswith(".gz") else open
+        with opener(newest, "rt", encoding="utf-8") as fh:
+            columns = _csv_header(fh) if fmt == "csv" else _json_keys(fh)
+    except (OSError, ValueError, UnicodeDecodeError, csv.Error) as exc:
+        raise _Missing(what, f"cannot read {newest}: {exc}") from None
+    return f"{newest} ({len(paths)} file(s) match)", columns
+
+
+def _csv_header(lines: Iterable[str]) -> list[str]:
+    return next(csv.reader(lines), [])
+
+
+def _json_keys(lines: Iterable[str]) -> list[str]:
+    keys: dict[str, None] = {}
+    for n, line in enumerate(lines):
+        if n >= _JSON_LINES:
+            break
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue  # a torn line: the service skips and counts it too
+        if isinstance(record, dict):
+            keys.update(dict.fromkeys(record))
+    return list(keys)

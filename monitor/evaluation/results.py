@@ -1,0 +1,77 @@
+"""What one evaluation of one model produces: immutable values, safe to share across threads."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from types import MappingProxyType
+
+from metrics_core import MetricValue, ModelValue
+
+__all__ = ["GroupStats", "ModelEvaluation", "WindowResult"]
+
+
+@dataclass(frozen=True)
+class GroupStats:
+    """Size and label coverage of one group in one window."""
+
+    attribute: str
+    group: str
+    reference: str
+    n_rows: int
+    n_labeled: int
+    n_label_rows: int | None = None  # rows of the label window (None: the same window)
+
+    @property
+    def label_coverage(self) -> float:
+        """Share of the label window's rows that have their label (the data behind label metrics)."""
+        rows = self.n_rows if self.n_label_rows is None else self.n_label_rows
+        return self.n_labeled / rows if rows else float("nan")
+
+
+@dataclass(frozen=True)
+class WindowResult:
+    """The judged metrics of one window.
+
+    ``start``/``end`` bound the outcome window (metrics that need only predictions);
+    ``label_start``/``label_end`` the label window, shifted back by the model's
+    ``label_delay`` so that labels have had time to arrive.
+    """
+
+    window: str
+    start: datetime
+    end: datetime
+    label_start: datetime
+    label_end: datetime
+    values: tuple[MetricValue, ...]
+    model_values: tuple[ModelValue, ...]
+    groups: tuple[GroupStats, ...]
+    n_rows: int
+    n_labeled: int  # labeled rows of the label window
+    dropped_groups: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    missing_group_rows: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    n_label_rows: int | None = None  # rows of the label window (None: the same window)
+
+    @property
+    def label_coverage(self) -> float:
+        """Share of the label window's rows that have their label."""
+        rows = self.n_rows if self.n_label_rows is None else self.n_label_rows
+        return self.n_labeled / rows if rows else float("nan")
+
+
+@dataclass(frozen=True)
+class ModelEvaluation:
+    """All windows of one model at one evaluation time."""
+
+    model: str
+    evaluated_at: datetime
+    duration_seconds: float
+    windows: tuple[WindowResult, ...]
+    rows_read: int
+    rejected: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    skipped_files: tuple[str, ...] = ()  # files that could not be parsed (tried again next time)
+    read_seconds: float = 0.0
+    compute_seconds: float = 0.0
+    late_rows: int = 0  # rows found in sealed panes since they were kept (monitor.reading.panes)
+    pieces_read: int | None = None  # statements sent through sealed panes (None: whole windows read)

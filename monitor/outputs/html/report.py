@@ -1,0 +1,319 @@
+"""``fairwatch report``: one self-contained HTML file of a config's models over a period.
+
+For audits, e-mail and CI artifacts: the same group x metric tables and SVG charts as the live
+view (:mod:`monitor.outputs.html`), the config that produced them, and the power figures (how many rows
+each alert needs to detect a departure). One file, no script, no link it needs to load: a mail
+client or an archive opens it as it was written.
+
+In a notebook, :func:`build_report` returns a :class:`Report`: ``report.to_pandas()`` is one row
+per judged value and evaluation, and the report displays itself (``_repr_html_``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from html import escape
+from importlib.resources import files
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from monitor import __version__
+from monitor.core.secrets import mask
+from monitor.evaluation.results import ModelEvaluation
+from monitor.outputs.html.charts import number
+from monitor.outputs.html.sections import seconds, window_view
+from monitor.service.history import History
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from monitor.config import ModelConfig, Settings
+
+__all__ = ["Report", "build_report", "instants"]
+
+
+@dataclass(frozen=True)
+class ModelSummary:
+    """What the report says about a model's configuration."""
+
+    name: str
+    task: str
+    source: str  # described by the source: credentials masked
+    windows: tuple[tuple[str, str], ...]  # (name, length)
+    label_delay: str
+    min_samples: int
+    groups: tuple[str, ...]
+
+    @classmethod
+    def of(cls, model: ModelConfig, source: str) -> ModelSummary:
+        groups = tuple(
+            f"{g.attribute} ({g.kind}: {', '.join(g.columns or [g.column or ''])})" for g in model.groups
+        )
+        return cls(
+            model.name,
+            model.task,
+            source,
+            tuple((w.name, _duration(w.length)) for w in model.windows),
+            _duration(model.label_delay),
+            model.min_samples,
+            groups,
+        )
+
+
+@dataclass(frozen=True)
+class Report:
+    """Each model's evaluations over the period (oldest first), its configuration, power plans."""
+
+    title: str
+    generated_at: datetime
+    evaluations: dict[str, list[ModelEvaluation]]
+    models: dict[str, ModelSummary]
+    plans: list[dict[str, object]] = field(default_factory=list)
+    confidence: float = 0.95
+
+    def to_pandas(self) -> pd.DataFrame:
+        """One row per (model, evaluation, window, group, metric), as ``fairwatch evaluate --format
+        json`` writes each value (NaN where undefined, with its reason)."""
+        import pandas as pd
+
+        rows = [
+            {
+                "model": ev.model,
+                "evaluated_at": ev.evaluated_at,
+                "window": w.window,
+                "attribute": v.attribute,
+                "group": v.group,
+                "reference": v.reference,
+                "metric": v.metric,
+                "value": v.value,
+                "ci_lower": v.ci_lower,
+                "ci_upper": v.ci_upper,
+                "fair_min": v.fair_min,
+                "fair_max": v.fair_max,
+                "state": v.state,
+                "n_group": v.n_group,
+                "n_reference": v.n_reference,
+                "reason": v.reason,
+            }
+            for evaluations in self.evaluations.values()
+            for ev in evaluations
+            for w in ev.windows
+            for v in w.values
+        ]
+        return pd.DataFrame(rows)
+
+    def to_html(self) -> str:
+        """The whole file: a document with its style sheet inlined."""
+        return (
+            '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"<title>{escape(self.title)}</title><style>{_css()}</style></head><body>"
+            f"<header><h1>{escape(self.title)}</h1></header><main>{self._body()}</main>"
+            f"<footer>fairwatch {escape(__version__)} · generated {seconds(self.generated_at)}</footer>"
+            "</body></html>\n"
+        )
+
+    def _repr_html_(self) -> str:
+        return f'<div class="fairwatch-report"><style>{_css()}</style>{self._body()}</div>'
+
+    def write(self, path: str | Path) -> Path:
+        target = Path(path)
+        target.write_text(self.to_html(), encoding="utf-8")
+        return target
+
+    def _body(self) -> str:
+        parts = [self._overview()]
+        for name, evaluations in self.evaluations.items():
+            parts.append(self._model(name, evaluations))
+        parts.append(self._config())
+        if self.plans:
+            parts.append(self._power())
+        return "".join(parts)
+
+    def _overview(self) -> str:
+        rows = []
+        for name, evaluations in self.evaluations.items():
+            last = evaluations[-1] if evaluations else None
+            counts = {s: 0 for s in ("ok", "inconclusive", "violation", "insufficient_data")}
+            if last:
+                for w in last.windows:
+                    for v in w.values:
+                        counts[v.state] = counts.get(v.state, 0) + 1
+            period = (
+                f"{seconds(evaluations[0].evaluated_at)} to {seconds(last.evaluated_at)}" if last else "-"
+            )
+            chips = "".join(
+                f'<span class="chip state-{s}">{n} {s.replace("_", " ")}</span>'
+                for s, n in counts.items()
+                if n
+            )
+            rows.append(
+                f'<tr><th scope="row"><a href="#{_model_id(name)}">{escape(name)}</a></th>'
+                f"<td>{len(evaluations)}</td><td>{period}</td><td>{chips}</td></tr>"
+            )
+        return (
+            '<h2>Summary</h2><p class="facts">The last evaluation\'s states per model; every table and '
+            "chart below is drawn from the evaluations listed.</p>"
+            '<div class="scroll"><table><thead><tr><th>model</th><th>evaluations</th><th>period</th>'
+            f"<th>states at the end</th></tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
+        )
+
+    def _model(self, name: str, evaluations: Sequence[ModelEvaluation]) -> str:
+        head = f'<section id="{_model_id(name)}"><h2>Model {escape(name)}</h2>'
+        if not evaluations:
+            return head + '<p class="empty">No evaluation.</p></section>'
+        history = History(len(evaluations))
+        for ev in evaluations:
+            history.add(ev)
+        last = evaluations[-1]
+        summary = self.models.get(name)
+        min_samples = summary.min_samples if summary else 100
+        rejected = sum(last.rejected.values())
+        parts = [
+            head,
+            f'<p class="facts">last evaluation {seconds(last.evaluated_at)} · {last.rows_read:,} rows read, '
+            f"{rejected:,} rejected · {len(evaluations)} evaluation(s)</p>",
+        ]
+        series = history.series(name)
+        for w in last.windows:
+            parts.append(f"<h3>Window {escape(w.window)}</h3>")
+            parts.append(window_view(w, series, model=name, min_samples=min_samples))
+        return "".join(parts) + "</section>"
+
+    def _config(self) -> str:
+        rows = "".join(
+            f'<tr><th scope="row">{escape(m.name)}</th><td>{escape(m.task)}</td><td>{escape(m.source)}</td>'
+            f"<td>{escape(', '.join(f'{n} ({length})' for n, length in m.windows))}</td>"
+            f"<td>{escape(m.label_delay)}</td><td>{m.min_samples}</td><td>{escape('; '.join(m.groups))}</td></tr>"
+            for m in self.models.values()
+        )
+        return (
+            f'<h2 id="config">Configuration</h2><p class="facts">Alerts judge each value by its '
+            f"{number(100 * self.confidence)}% interval against the fair range.</p>"
+            '<div class="scroll"><table><thead><tr><th>model</th><th>task</th><th>source</th><th>windows</th>'
+            "<th>label delay</th><th>min_samples</th><th>groups</th></tr></thead>"
+            f"<tbody>{rows}</tbody></table></div>"
+        )
+
+    def _power(self) -> str:
+        def cell(x: object) -> str:
+            return number(float(x)) if isinstance(x, int | float) else "-" if x is None else escape(str(x))
+
+        rows = "".join(
+            f"<tr><td>{escape(str(p['model']))}</td><td>{escape(str(p['metric']))}</td>"
+            f"<td>{escape(str(p['attribute']))}={escape(str(p['group']))}</td><td>{cell(p['value'])}</td>"
+            f"<td>{cell(p['departure'])}</td><td>{cell(p['rows_needed'])}</td><td>{cell(p['rows_now'])}</td>"
+            f"<td>{cell(p['days_needed'])}</td><td>{escape(str(p['note'] or ''))}</td></tr>"
+            for p in self.plans
+        )
+        return (
+            '<h2 id="power">Power</h2><p class="facts">How many rows (and days at the observed traffic) '
+            "each alert needs to detect a departure of the stated size from its fair range with 90% power, "
+            "from each model's last evaluation (<code>fairwatch power</code>).</p>"
+            '<details><summary>the figures</summary><div class="scroll"><table><thead><tr><th>model</th>'
+            "<th>metric</th><th>group</th><th>value</th><th>departure</th><th>rows needed</th><th>rows now</th>"
+            f"<th>days needed</th><th>note</th></tr></thead><tbody>{rows}</tbody></table></div></details>"
+        )
+
+
+def instants(start: datetime | None, end: datetime, step: timedelta | None) -> list[datetime]:
+    """The evaluation times of a report: ``end`` alone without ``start``; else every ``step``
+    from ``start`` to ``end`` (``end`` included), by default 24 steps.
+
+    >>> t = datetime(2026, 1, 1, tzinfo=UTC)
+    >>> [x.hour for x in instants(t, t + timedelta(hours=3), timedelta(hours=1))]
+    [1, 2, 3]
+    """
+    if start is None:
+        if step is not None:  # else silently one evaluation where the user asked for a series
+            raise ValueError("--step needs --start: without it the report is one evaluation, at --end")
+        return [end]
+    if step is None:
+        step = (end - start) / 24
+    if step <= timedelta(0):
+        raise ValueError("--step must be positive")
+    count = math.floor((end - start) / step)
+    if count == 0:  # else a report of no evaluation, written as if all were well
+        raise ValueError(
+            f"--step {_duration(step)} is longer than the period from --start to --end "
+            f"({_duration(end - start)}): no evaluation in it"
+        )
+    if count > 10_000:
+        raise ValueError(f"{count} evaluations: choose a longer --step (at most 10,000 per model)")
+    times = [end - step * i for i in range(count)]
+    return sorted(times)
+
+
+def build_report(
+    settings: Settings,
+    *,
+    at: Sequence[datetime],
+    models: Sequence[str] | None = None,
+    title: str | None = None,
+    progress: Callable[[str], None] | None = None,
+    evaluations: dict[str, list[ModelEvaluation]] | None = None,
+) -> Report:
+    """Evaluate each model (or those named) at each instant of ``at`` and gather the report, with
+    the power figures at the last instant (one more evaluation, with the rates planning reads);
+    ``evaluations`` already made (``fairwatch check``) are used as they are, without power figures."""
+    from monitor.evaluation.evaluator import build_evaluators
+    from monitor.outputs.power import plan_model, plans_as_rows, with_planning_rates
+
+    configs = {m.name: m for m in settings.models if models is None or m.name in models}
+    summaries: dict[str, ModelSummary] = {}
+    plans: list[dict[str, object]] = []
+    made, evaluations = evaluations is None, evaluations or {}
+    evaluators = build_evaluators(settings)
+    planners = build_evaluators(with_planning_rates(settings)) if made and at else {}
+    for name, model in configs.items():
+        evaluator, planner = evaluators[name], planners.get(name)
+        try:
+            summaries[name] = ModelSummary.of(model, mask(evaluator.source.describe(), settings.secrets()))
+            if not made:
+                continue
+            done = []
+            for i, t in enumerate(at, 1):
+                if progress:
+                    progress(f"{name}: evaluation {i} of {len(at)} ({seconds(t)})")
+                done.append(evaluator.evaluate(t))
+            evaluations[name] = done
+            if planner is not None:
+                last = planner.evaluate(at[-1])
+                plans += plans_as_rows(
+                    plan_model(
+                        last, model, confidence=settings.alerts.confidence, method=settings.alerts.method
+                    )
+                )
+        finally:
+            for ev in (evaluator, planner):
+                if ev is not None:
+                    ev.source.close()
+                    if ev.label_source is not None:
+                        ev.label_source.close()
+    return Report(
+        title=title or f"fairwatch report: {', '.join(evaluations)}",
+        generated_at=datetime.now(UTC),
+        evaluations=evaluations,
+        models=summaries,
+        plans=plans,
+        confidence=settings.alerts.confidence,
+    )
+
+
+def _css() -> str:
+    return files("monitor.outputs.html").joinpath("static", "fairwatch.css").read_text(encoding="utf-8")
+
+
+def _duration(d: timedelta) -> str:
+    seconds_ = int(d.total_seconds())
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds_ and seconds_ % size == 0:
+            return f"{seconds_ // size}{unit}"
+    return f"{seconds_}s"
+
+
+def _model_id(name: str) -> str:
+    return escape(f"model-{name}".replace(" ", "_"), quote=True)

@@ -1,0 +1,243 @@
+"""HTML blocks of one model's window - the live page and the report draw the same ones.
+
+- :func:`window_view`: a state summary, the group x metric table (value, interval, state and its
+  reason per cell; the fair range and the group sizes in the margins) and, per judged metric, a
+  card with the current values against the fair range, their recent history and a state timeline;
+  informational metrics and model-level values below, folded.
+- :func:`alerts_view`: the model's pending and firing alerts.
+
+Everything is escaped here; the only markup that reaches the page is this module's and
+:mod:`monitor.outputs.html.charts`'.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from datetime import datetime
+from html import escape
+
+from metrics_core import STATES, MetricValue, get_metric
+from monitor.evaluation.results import WindowResult
+from monitor.outputs.html.charts import color_of, history_chart, interval_plot, number, state_timeline
+from monitor.service.history import Series
+from monitor.service.snapshot import ActiveAlert
+
+__all__ = ["alerts_view", "display_reason", "fair_range_text", "seconds", "window_view"]
+
+
+def seconds(t: datetime | None) -> str:
+    """A time as people read it on a status page: to the second, UTC."""
+    return "never" if t is None else f"{t:%Y-%m-%d %H:%M:%S} UTC"
+
+
+def fair_range_text(lo: float, hi: float) -> str:
+    if math.isnan(lo) or math.isnan(hi):
+        return "undefined"
+    if math.isinf(lo) and math.isinf(hi):
+        return "none (informational)"
+    if math.isinf(lo):
+        return f"≤ {number(hi)}"
+    if math.isinf(hi):
+        return f"≥ {number(lo)}"
+    return f"{number(lo)} to {number(hi)}"
+
+
+def display_reason(v: MetricValue, min_samples: int) -> str:
+    """Why a value is not judged ok or violation, in words: its own reason, or its support
+    against ``min_samples`` (an ``insufficient_data`` value that is defined has no reason of
+    its own)."""
+    if v.reason:
+        return v.reason
+    if v.state == "insufficient_data":
+        return f"support {number(v.support, 6)} < min_samples {min_samples}"
+    if v.state == "inconclusive":
+        return "the interval crosses a fair bound"
+    return ""
+
+
+def _state(state: str) -> str:
+    return state.replace("_", " ")
+
+
+def _summary(values: Sequence[MetricValue]) -> str:
+    counts = Counter(v.state for v in values)
+    chips = "".join(
+        f'<span class="chip state-{s}">{counts[s]} {_state(s)}</span>' for s in STATES if counts[s]
+    )
+    return f'<p class="summary">{chips or "no judged values"}</p>'
+
+
+def _judged(values: Sequence[MetricValue]) -> tuple[list[str], list[str]]:
+    """Metric names in the order evaluated: judged ones, then informational ones."""
+    judged: list[str] = []
+    info: list[str] = []
+    for name in dict.fromkeys(v.metric for v in values):
+        try:
+            informational = get_metric(name).informational
+        except ValueError:
+            informational = False
+        (info if informational else judged).append(name)
+    return judged, info
+
+
+def _table(
+    values: Sequence[MetricValue],
+    metrics: Sequence[str],
+    window: WindowResult,
+    min_samples: int,
+    model: str,
+) -> str:
+    groups = list(dict.fromkeys((v.attribute, v.group) for v in values))
+    sizes = {(g.attribute, g.group): g for g in window.groups}
+    by_cell = {(v.metric, v.attribute, v.group): v for v in values}
+    head = "".join(
+        f'<th scope="col"><span class="attr">{escape(a)}</span> {escape(g)}'
+        f"<small>n = {sizes[(a, g)].n_rows:,}</small></th>"
+        if (a, g) in sizes
+        else f'<th scope="col"><span class="attr">{escape(a)}</span> {escape(g)}</th>'
+        for a, g in groups
+    )
+    rows = []
+    for metric in metrics:
+        cells = []
+        fair = next((v for v in values if v.metric == metric), None)
+        for a, g in groups:
+            v = by_cell.get((metric, a, g))
+            if v is None:
+                cells.append('<td class="none">-</td>')
+                continue
+            reason = display_reason(v, min_samples)
+            interval = (
+                f"<small>[{number(v.ci_lower)}, {number(v.ci_upper)}]</small>"
+                if math.isfinite(v.ci_lower) and math.isfinite(v.ci_upper)
+                else ""
+            )
+            why = f'<small class="reason">{escape(reason)}</small>' if reason and v.state != "ok" else ""
+            title = f"{g} vs {v.reference}: n = {v.n_group:,.0f} / {v.n_reference:,.0f}"
+            cells.append(
+                f'<td class="state-{v.state}" title="{escape(title)}"><b>{number(v.value)}</b>{interval}'
+                f'<small class="state">{_state(v.state)}</small>{why}</td>'
+            )
+        fair_text = fair_range_text(fair.fair_min, fair.fair_max) if fair else ""
+        rows.append(
+            f'<tr><th scope="row"><a href="#{_anchor("m", model, window.window, metric)}">{escape(metric)}</a>'
+            f"<small>fair {escape(fair_text)}</small></th>{''.join(cells)}</tr>"
+        )
+    return (
+        f'<div class="scroll"><table class="matrix"><thead><tr><th scope="col">metric</th>{head}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></div>"
+    )
+
+
+def _anchor(*parts: str) -> str:
+    """An element id naming a model's window (and metric): unique in a page of several models."""
+    return escape("-".join(parts).replace(" ", "_"), quote=True)
+
+
+def _legend(series: Sequence[Series]) -> str:
+    items = "".join(
+        f'<li><span class="swatch" data-color="{color_of(i)}"><svg viewBox="0 0 10 10" aria-hidden="true">'
+        f'<rect width="10" height="10" fill="{color_of(i)}"/></svg></span>{escape(s.key.group)}</li>'
+        for i, s in enumerate(series)
+    )
+    return f'<ul class="legend">{items}</ul>'
+
+
+def _card(
+    metric: str, values: Sequence[MetricValue], series: Sequence[Series], window: str, model: str
+) -> str:
+    try:
+        meaning = get_metric(metric).meaning
+    except ValueError:
+        meaning = ""
+    fair = fair_range_text(values[0].fair_min, values[0].fair_max)
+    counts = Counter(v.state for v in values)
+    worst = next((s for s in ("violation", "inconclusive", "ok", "insufficient_data") if counts[s]), "ok")
+    order = {(v.attribute, v.group): i for i, v in enumerate(values)}
+    series = sorted(series, key=lambda s: order.get((s.key.attribute, s.key.group), len(order)))
+    label = f"{metric}, window {window}"
+    return (
+        f'<section class="card state-{worst}" id="{_anchor("m", model, window, metric)}">'
+        f"<h3>{escape(metric)} <small>fair {escape(fair)}</small></h3>"
+        f'<p class="meaning">{escape(meaning)}</p>'
+        f"{interval_plot(values, label=f'{label}: current values, intervals and fair range')}"
+        f"{_legend(series)}"
+        f"{history_chart(series, label=f'{label}: recent values by group, intervals shaded')}"
+        f"{state_timeline(series, label=f'{label}: state of each group over time')}"
+        "</section>"
+    )
+
+
+def window_view(window: WindowResult, series: Sequence[Series], *, model: str, min_samples: int) -> str:
+    """One window of ``model``: summary, table, a card per judged metric, the rest folded."""
+    values = list(window.values)
+    judged, info = _judged(values)
+    header = (
+        f'<p class="window-facts">window {escape(window.window)}: {seconds(window.start)} to '
+        f"{seconds(window.end)} · {window.n_rows:,} rows · labels {seconds(window.label_start)} to "
+        f"{seconds(window.label_end)}, {window.n_labeled:,} labelled "
+        f"({number(100 * window.label_coverage)}%)</p>"
+    )
+    if not values:
+        return header + '<p class="empty">No values in this window yet.</p>'
+    by_metric: dict[str, list[MetricValue]] = {}
+    for v in values:
+        by_metric.setdefault(v.metric, []).append(v)
+    series_of: dict[str, list[Series]] = {}
+    for s in series:
+        if s.key.window == window.window:
+            series_of.setdefault(s.key.metric, []).append(s)
+    judged_values = [v for v in values if v.metric in judged]
+    cards = "".join(_card(m, by_metric[m], series_of.get(m, []), window.window, model) for m in judged)
+    parts = [
+        header,
+        _summary(judged_values),
+        _table(values, judged, window, min_samples, model) if judged else "",
+        f'<div class="cards">{cards}</div>',
+    ]
+    if info:
+        info_cards = "".join(_card(m, by_metric[m], series_of.get(m, []), window.window, model) for m in info)
+        parts.append(
+            f'<details class="informational" id="{_anchor("info", model, window.window)}"><summary>{len(info)} '
+            f"informational metric(s) (no fair range, never alert)</summary>"
+            f"{_table(values, info, window, min_samples, model)}"
+            f'<div class="cards">{info_cards}</div></details>'
+        )
+    if window.model_values:
+        rows = "".join(
+            f"<tr><td>{escape(m.metric)}</td><td>{escape(m.attribute)}</td><td>{number(m.value)}</td>"
+            f"<td>[{number(m.ci_lower)}, {number(m.ci_upper)}]</td><td>{escape(m.reason or '')}</td></tr>"
+            for m in window.model_values
+        )
+        parts.append(
+            f'<details class="model-values" id="{_anchor("values", model, window.window)}"><summary>model-level values'
+            "</summary><table><thead><tr><th>metric</th><th>attribute</th><th>value</th><th>interval</th>"
+            f"<th>reason</th></tr></thead><tbody>{rows}</tbody></table></details>"
+        )
+    return "".join(parts)
+
+
+def alerts_view(alerts: Sequence[ActiveAlert], shown: int = 5) -> str:
+    """Pending and firing alerts, firing first, one line each; beyond ``shown`` folded."""
+    if not alerts:
+        return '<p class="alerts none">No active alerts.</p>'
+    items = []
+    for a in sorted(alerts, key=lambda a: (a.state != "firing", a.active_since)):
+        labels = a.labels
+        since = a.firing_since if a.state == "firing" and a.firing_since else a.active_since
+        summary = a.annotations.get("summary", "")
+        items.append(
+            f'<li class="alert {escape(a.state)}" title="{escape(summary)}"><b>{escape(a.state)}</b> '
+            f"{escape(labels.get('metric', ''))} · {escape(labels.get('attribute', ''))}="
+            f"{escape(labels.get('group', ''))} · window {escape(labels.get('window', ''))} · "
+            f"value {number(a.value)} <small>since {seconds(since)}</small></li>"
+        )
+    more = ""
+    if len(items) > shown:
+        more = (
+            f'<details id="more-alerts"><summary>{len(items) - shown} more</summary>'
+            f'<ul class="alerts">{"".join(items[shown:])}</ul></details>'
+        )
+    return f'<ul class="alerts">{"".join(items[:shown])}</ul>{more}'

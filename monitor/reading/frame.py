@@ -1,0 +1,163 @@
+"""From the rows a source returned to the canonical frame one evaluation works on.
+
+:func:`clean_rows` keeps the model's rows (when one log holds several models), lets the
+model's task clean its columns into named inputs (``y_score``, ``y_true``, ``user``, ...;
+bad rows dropped and counted by reason), and keeps the timestamp and the group columns
+beside them. :func:`task_data` turns a window of that frame into the arrays a
+``metrics_core`` evaluator reads.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+import numpy as np
+import pandas as pd
+
+from monitor.config import GroupConfig, ModelConfig
+from monitor.core.errors import SourceError
+from monitor.sources.count_sql import RANGE_PREFIX, WEIGHT
+from monitor.tasks import TASKS, Rows
+from monitor.tasks.base import InputArray
+
+__all__ = [
+    "INPUT_PREFIX",
+    "TIMESTAMP",
+    "clean_rows",
+    "columns_for_frame",
+    "count_rows",
+    "group_columns",
+    "labeled",
+    "task_data",
+    "weights",
+]
+
+#: Cleaned input ``x`` is the column ``INPUT_PREFIX + x`` of the canonical frame (a block of
+#: inputs, such as the features, is ``x:0``, ``x:1``, ...), apart from the log's group columns.
+INPUT_PREFIX = "__input_"
+#: The event time in the canonical frame.
+TIMESTAMP = "__ts"
+
+# The column keys that name one column each and may carry a default name (see columns_for_frame).
+_SINGLE_COLUMNS = ("score", "prediction", "label", "user", "item", "rank", "cluster", "text")
+
+
+def columns_for_frame(model: ModelConfig, frame: pd.DataFrame) -> ModelConfig:
+    """``model`` without the columns its task does not read, nor optional defaults the log lacks.
+
+    A multiclass config written without ``score: null`` must not require a ``score`` column it
+    never reads, nor a regression log without labels a ``label`` column; a column the user
+    named explicitly stays required.
+    """
+    task = TASKS[model.task]
+    cols = model.columns
+    update: dict[str, None] = {}
+    for key in _SINGLE_COLUMNS:
+        name = getattr(cols, key)
+        if name is None:
+            continue
+        unread = key not in task.reads
+        absent_default = key in task.optional and key not in cols.model_fields_set and name not in frame
+        if unread or absent_default:
+            update[key] = None
+    return model.model_copy(update={"columns": cols.model_copy(update=update)}) if update else model
+
+
+def clean_rows(
+    frame: pd.DataFrame, model: ModelConfig, *, counted: bool = False
+) -> tuple[pd.DataFrame, Counter[str]]:
+    """The canonical frame of ``model`` (see :func:`columns_for_frame`), and the bad rows by reason.
+
+    ``counted``: the frame holds counted combinations (:class:`~monitor.sources.Batch`): their
+    row counts weigh the bad rows, and the counts and time-range columns are kept, in place of
+    the timestamp.
+    """
+    cols = model.columns
+    task = TASKS[model.task]
+    needed = list(_names(getattr(cols, key) for key in task.reads))
+    if cols.model:
+        needed.append(cols.model)  # a missing model column must not silently mix every model's rows
+    groups = list(dict.fromkeys(c for g in model.groups for c in group_columns(g)))
+    missing = [c for c in dict.fromkeys([*needed, *groups]) if c not in frame.columns]
+    if missing and frame.empty:
+        # nothing logged yet in this window (a files source with no rows has no columns to show)
+        frame = frame.assign(**{c: pd.Series(dtype="float64") for c in missing})
+        missing = []
+    if missing:
+        raise SourceError(f"column(s) {missing} missing from the source; it has {list(frame.columns)}")
+    if cols.model:
+        frame = frame.loc[frame[cols.model].astype("string") == model.name]
+    weight = frame[WEIGHT].to_numpy(dtype=np.float64) if counted else None
+    rows = Rows(frame, weight)
+    task.clean(rows, model)
+    out = pd.DataFrame(_input_columns(rows.inputs), index=frame.index)
+    if counted:
+        for c in frame.columns:
+            if c == WEIGHT or c.startswith(RANGE_PREFIX):
+                out[c] = frame[c]
+    else:
+        out[TIMESTAMP] = frame[cols.timestamp]
+    for c in groups:
+        out[c] = frame[c]
+    return out.loc[rows.keep].reset_index(drop=True), rows.rejected
+
+
+def task_data(frame: pd.DataFrame) -> dict[str, InputArray]:
+    """The inputs of a (window of a) canonical frame, by name, as a ``metrics_core`` evaluator reads them."""
+    blocks: dict[str, list[str]] = {}
+    for c in frame.columns:
+        if c.startswith(INPUT_PREFIX):
+            blocks.setdefault(c.removeprefix(INPUT_PREFIX).partition(":")[0], []).append(c)
+    data: dict[str, InputArray] = {}
+    if WEIGHT in frame.columns:  # a counted frame: each entry stands for this many rows
+        data["sample_weight"] = frame[WEIGHT].to_numpy(dtype=np.float64)
+    for name, columns in blocks.items():
+        if columns == [INPUT_PREFIX + name]:
+            data[name] = frame[columns[0]].to_numpy()
+        else:
+            data[name] = frame[columns].to_numpy(dtype=np.float64)
+    return data
+
+
+def weights(frame: pd.DataFrame) -> np.ndarray | None:
+    """The row count of each entry of a counted frame; ``None`` for a frame of rows."""
+    return frame[WEIGHT].to_numpy(dtype=np.float64) if WEIGHT in frame.columns else None
+
+
+def count_rows(frame: pd.DataFrame, mask: np.ndarray | None = None) -> int:
+    """Rows of ``frame`` (where ``mask``), counts of a counted frame added up."""
+    w = weights(frame)
+    if w is None:
+        return len(frame) if mask is None else int(np.count_nonzero(mask))
+    return round(float(w.sum() if mask is None else w[mask].sum()))
+
+
+def labeled(frame: pd.DataFrame) -> np.ndarray:
+    """Which rows have their label (none, when the task reads no label)."""
+    column = INPUT_PREFIX + "y_true"
+    if column in frame.columns:
+        return frame[column].notna().to_numpy()
+    return np.zeros(len(frame), dtype=bool)
+
+
+def group_columns(g: GroupConfig) -> list[str]:
+    return list(g.columns) if g.kind != "categorical" else [g.column or ""]
+
+
+def _names(values: Iterable[str | list[str] | None]) -> Iterable[str]:
+    for v in values:
+        if isinstance(v, list):
+            yield from v
+        elif v:
+            yield v
+
+
+def _input_columns(inputs: dict[str, InputArray]) -> dict[str, InputArray]:
+    out: dict[str, InputArray] = {}
+    for name, values in inputs.items():
+        if values.ndim == 2:
+            out |= {f"{INPUT_PREFIX}{name}:{i}": values[:, i] for i in range(values.shape[1])}
+        else:
+            out[INPUT_PREFIX + name] = values
+    return out

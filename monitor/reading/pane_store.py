@@ -1,0 +1,403 @@
+"""Sealed panes on disk: what :mod:`monitor.reading.panes` keeps in memory, also kept in a folder, so that a
+restarted service does not read the whole history again.
+
+Layout: ``<panes.directory>/<model>/<fingerprint>/<pane start, Unix seconds>.arrow`` (a model
+name of capitals, or a long one, as a hashed folder name: :func:`folder_name`). The
+fingerprint is a hash of what was counted and where - the count request without its time
+ranges, the pane size and the source (kind, URL without its password, table or query, path,
+formats), as JSON with sorted keys - so a changed config (other groups, columns, thresholds,
+score decimals, pane size, another table) opens another folder and never reads the old counts;
+the model's folders of earlier configs are removed when a new one is opened. The indicator attributes the
+source thresholded (known only once it answers) are in each file and checked by the panes as if
+they had just been read.
+
+Each file is one Arrow IPC file holding one pane's counted combinations; its schema metadata
+holds the format version, the pane's start and size, its row total and the thresholded
+attributes. Columns of a NumPy or pandas dtype are written by pyarrow with pandas' own metadata;
+a column of Python objects (a SQLite column holding text and numbers) as a dense union with one
+child per Python type, so each value comes back as the same object type. A file is written to a
+temporary name in the same folder, then renamed over (:func:`os.replace`): a reader sees the old
+file or the new one, never half of one.
+
+The folder mirrors memory: :meth:`PaneStore.sync` writes the panes kept since the last call and
+removes the files of panes no longer kept (slid out of every window, dropped by a recheck or by
+the memory budget). A file that cannot be read is logged, removed, and its pane read from the
+source; a folder that becomes unwritable while running is logged once and the panes stay in
+memory only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import json
+import logging
+import os
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from monitor.config import SourceConfig
+from monitor.core.errors import ConfigError
+from monitor.core.secrets import mask_url
+from monitor.sources.count_sql import WEIGHT, CountRequest
+
+__all__ = ["FORMAT", "PaneStore", "StoredPane", "fingerprint", "folder_name"]
+
+log = logging.getLogger("fairwatch")
+
+#: Written into every file; a file of another version is not read (and is replaced).
+FORMAT = 1
+_META = b"fairwatch.pane"
+_SUFFIX = ".arrow"
+_FINGERPRINT = re.compile(r"^[0-9a-f]{16}$")
+_PLAIN_NAME = re.compile(r"[a-z0-9_.:-]{1,100}")  # a model's folder under its own name
+_WRITE_OPTIONS = pa.ipc.IpcWriteOptions(compression="zstd")  # counts shrink ~14x (a 24 h window: 41 -> 3 MB)
+# what names the rows a source reads (not how: timeouts, Arrow or not, Spark session settings)
+_SOURCE_IDENTITY = {
+    "kind",
+    "url",
+    "table",
+    "schema_",
+    "query",
+    "path",
+    "format",
+    "timestamp_format",
+    "name",
+    "master",
+    "remote",
+}
+
+# A Python object column's value types, each a union child: (child name, Arrow type, to Arrow, back)
+_OBJECT_TYPES: dict[type, tuple[str, pa.DataType, Any, Any]] = {
+    float: ("float", pa.float64(), None, float),
+    int: ("int", pa.int64(), None, int),
+    str: ("str", pa.string(), None, str),
+    bool: ("bool", pa.bool_(), None, bool),
+    bytes: ("bytes", pa.binary(), None, bytes),
+    Decimal: ("decimal", pa.string(), str, Decimal),  # as its exact text
+    np.float64: ("float64", pa.float64(), None, np.float64),
+    np.int64: ("int64", pa.int64(), None, np.int64),
+}
+_BY_NAME = {name: back for name, _t, _to, back in _OBJECT_TYPES.values()}
+
+
+@dataclass(frozen=True)
+class StoredPane:
+    """One pane read back from its file."""
+
+    pane: datetime
+    frame: pd.DataFrame
+    rows: int
+    flagged: frozenset[str]
+
+
+class _Unwritable(Exception):
+    """A pane whose values have a type no file column holds (kept in memory only)."""
+
+
+class PaneStore:
+    """One model's folder of sealed panes.
+
+    Built at start-up by :meth:`open`, which refuses a folder it cannot write (a
+    :class:`~monitor.core.errors.ConfigError` naming the config key).
+    """
+
+    def __init__(self, root: Path, model: str, source: SourceConfig) -> None:
+        self.root = root  # this model's folder
+        self.model = model
+        self.source = source
+        self._folder: Path | None = None  # the fingerprint folder in use
+        self._written: dict[datetime, pd.DataFrame] = {}  # pane -> the frame its file holds
+        self._broken = False  # writing failed once: memory only from then on (logged)
+        self._unwritable = False  # a pane's values could not be written (logged once)
+
+    @classmethod
+    def open(cls, directory: str, model: str, source: SourceConfig, key: str) -> PaneStore:
+        """The store of ``model`` (reading ``source``) under ``directory``; ``key`` names the
+        setting in errors."""
+        root = Path(directory) / folder_name(model)
+        probe = root / f".probe-{os.getpid()}.tmp"
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as exc:
+            raise ConfigError(
+                f"{key}: cannot write sealed panes into {root}: {exc.strerror or exc}"
+            ) from None
+        return cls(root, model, source)
+
+    def load(self, shape: CountRequest, size: timedelta) -> list[StoredPane]:
+        """Use the folder of ``shape`` counted in panes of ``size``, and read its panes (sorted by
+        start). Other configs' folders of the model are removed; unreadable files too (logged)."""
+        self._written.clear()
+        folder = self.root / fingerprint(shape, size, self.source)
+        self._folder = folder
+        out = []
+        try:  # (a file it cannot remove - a read-only volume - leaves the panes in memory only too)
+            for other in self.root.iterdir():
+                if other != folder and other.is_dir() and _FINGERPRINT.match(other.name):
+                    _remove_folder(other)
+            folder.mkdir(exist_ok=True)
+            for path in sorted(folder.iterdir()):
+                if path.name.startswith(".") and path.name.endswith(".tmp"):  # a write cut short
+                    path.unlink(missing_ok=True)
+                    continue
+                if path.suffix != _SUFFIX:
+                    continue
+                try:
+                    stored = _read(path, size)
+                except Exception as exc:  # whatever a damaged file makes the decoder raise: not used
+                    reason = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
+                    log.warning(
+                        "model %s: sealed pane file %s cannot be read (%s); removed, its pane is read "
+                        "from the source",
+                        self.model,
+                        path,
+                        reason,
+                    )
+                    path.unlink(missing_ok=True)
+                    continue
+                self._written[stored.pane] = stored.frame
+                out.append(stored)
+        except OSError as exc:
+            self._fail(exc)
+            return []
+        return sorted(out, key=lambda stored: stored.pane)
+
+    def holds(self, shape: CountRequest, size: timedelta) -> bool:
+        """Whether panes of ``shape`` are on disk (what :meth:`load` would read)."""
+        folder = self.root / fingerprint(shape, size, self.source)
+        try:
+            return any(path.suffix == _SUFFIX for path in folder.iterdir())
+        except OSError:
+            return False
+
+    def sync(self, panes: Mapping[datetime, tuple[pd.DataFrame, int]], flagged: frozenset[str]) -> None:
+        """Make the folder hold exactly ``panes`` (pane -> frame, row total): write the new and
+        changed ones, remove the others."""
+        if self._folder is None or self._broken:
+            return
+        try:
+            for pane in [p for p in self._written if p not in panes]:
+                del self._written[pane]
+                self._path(pane).unlink(missing_ok=True)
+            for pane, (frame, rows) in panes.items():
+                if self._written.get(pane) is not frame:
+                    self._written[pane] = frame
+                    self._write(pane, frame, rows, flagged)
+        except OSError as exc:
+            self._fail(exc)
+
+    def clear(self) -> None:
+        """Remove every pane file of the folder in use."""
+        if self._folder is None or self._broken:
+            return
+        self._written.clear()
+        try:
+            for path in self._folder.glob(f"*{_SUFFIX}"):
+                path.unlink(missing_ok=True)
+        except OSError as exc:
+            self._fail(exc)
+
+    # -- internals --------------------------------------------------------------------------------
+
+    def _path(self, pane: datetime) -> Path:
+        assert self._folder is not None
+        return self._folder / f"{int(pane.timestamp())}{_SUFFIX}"
+
+    def _write(self, pane: datetime, frame: pd.DataFrame, rows: int, flagged: frozenset[str]) -> None:
+        try:
+            table = _table(frame)
+        except _Unwritable as exc:
+            if not self._unwritable:
+                log.warning("model %s: a sealed pane is kept in memory only: %s", self.model, exc)
+                self._unwritable = True
+            self._path(pane).unlink(missing_ok=True)
+            return
+        meta = {
+            "format": FORMAT,
+            "pane": pane.astimezone(UTC).isoformat(),
+            "rows": rows,
+            "flagged": sorted(flagged),
+            "columns": list(frame.columns),
+            "objects": [c for c in frame.columns if frame[c].dtype == object],
+        }
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}), _META: json.dumps(meta)})
+        path = self._path(pane)
+        temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        try:
+            with (
+                pa.OSFile(str(temp), "wb") as sink,
+                pa.ipc.new_file(sink, table.schema, options=_WRITE_OPTIONS) as writer,
+            ):
+                writer.write_table(table)
+            os.replace(temp, path)
+        except OSError:
+            temp.unlink(missing_ok=True)
+            raise
+
+    def _fail(self, exc: OSError) -> None:
+        log.warning(
+            "model %s: cannot write sealed panes into %s (%s); keeping them in memory only",
+            self.model,
+            self.root,
+            exc.strerror or exc,
+        )
+        self._broken = True
+        self._written.clear()
+
+
+def folder_name(model: str) -> str:
+    """The folder of ``model``: its name where that is safe as a name of its own on any file
+    system, else the first 64 characters and ``~`` and a hash of the whole name.
+
+    Names of capitals (``Tox`` and ``tox`` would share a folder where names are compared
+    ignoring case), longer than 100 characters (a file name's limit is 255 bytes) or of dots
+    only (``.``, ``..``) are hashed; ``~`` is no model name's character, so no hashed folder is
+    another model's."""
+    if _PLAIN_NAME.fullmatch(model) and model.strip("."):
+        return model
+    return f"{model[:64]}~{hashlib.sha256(model.encode()).hexdigest()[:16]}"
+
+
+def fingerprint(shape: CountRequest, size: timedelta, source: SourceConfig) -> str:
+    """A stable hash of what a pane counts: the request without ranges, the pane size and the
+    source's identity (its URL's password masked: rotating it keeps the panes)."""
+    where = source.model_dump(include=_SOURCE_IDENTITY)
+    where["url"] = mask_url(source.url) if source.url else None
+    described = {
+        "format": FORMAT,
+        "request": _plain(dataclasses.replace(shape, ranges=())),
+        "size": size.total_seconds(),
+        "source": where,
+    }
+    text = json.dumps(described, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as JSON: dataclasses as their fields (a joined label source by its type only)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {
+            f.name: type(getattr(value, f.name)).__name__
+            if f.name == "source"
+            else _plain(getattr(value, f.name))
+            for f in dataclasses.fields(value)
+        }
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    raise TypeError(f"cannot describe {type(value).__name__} in a pane fingerprint")
+
+
+def _table(frame: pd.DataFrame) -> pa.Table:
+    """The frame as an Arrow table: typed columns by pyarrow, object columns as dense unions."""
+    objects = [c for c in frame.columns if frame[c].dtype == object]
+    typed = frame.drop(columns=objects)
+    try:
+        table = pa.Table.from_pandas(typed, preserve_index=False)
+    except (pa.ArrowException, TypeError, ValueError) as exc:
+        raise _Unwritable(str(exc)[:200]) from exc
+    for column in objects:
+        table = table.append_column(str(column), _union(frame[column].to_numpy()))
+    return table
+
+
+def _union(values: np.ndarray) -> pa.Array:
+    """Python objects as a dense union: one child per value type, each value's type and offset."""
+    kinds: dict[type, int] = {}
+    codes = np.fromiter((kinds.setdefault(type(v), len(kinds)) for v in values), np.int8, len(values))
+    offsets = np.zeros(len(values), dtype=np.int32)
+    children: list[pa.Array] = []
+    names: list[str] = []
+    for kind, code in kinds.items():
+        mask = codes == code
+        if kind is type(None):
+            child, name = pa.nulls(int(mask.sum())), "none"
+        elif kind in _OBJECT_TYPES:
+            name, arrow_type, to_arrow, _back = _OBJECT_TYPES[kind]
+            picked = values[mask]
+            try:
+                child = pa.array([to_arrow(v) for v in picked] if to_arrow else list(picked), type=arrow_type)
+            except (pa.ArrowException, OverflowError) as exc:
+                raise _Unwritable(f"{name} values: {str(exc)[:200]}") from exc
+        else:
+            raise _Unwritable(f"values of type {kind.__name__}")
+        offsets[mask] = np.arange(int(mask.sum()), dtype=np.int32)
+        children.append(child)
+        names.append(name)
+    if not children:  # an empty pane
+        children, names = [pa.nulls(0)], ["none"]
+    return pa.UnionArray.from_dense(
+        pa.array(codes, pa.int8()), pa.array(offsets, pa.int32()), children, names
+    )
+
+
+def _objects(column: pa.ChunkedArray) -> pd.Series:
+    """A dense union column back as Python objects of their original types."""
+    parts = [_union_values(chunk) for chunk in column.chunks]  # (unions cannot be concatenated)
+    return pd.Series(np.concatenate(parts) if parts else np.empty(0, dtype=object), dtype=object)
+
+
+def _union_values(union: pa.UnionArray) -> np.ndarray:
+    codes = union.type_codes.to_numpy(zero_copy_only=False)
+    offsets = union.offsets.to_numpy(zero_copy_only=False)
+    out = np.empty(len(union), dtype=object)
+    for code, field in enumerate(union.type):
+        mask = codes == code
+        if field.name == "none" or not mask.any():
+            continue
+        back = _BY_NAME[field.name]
+        child = union.field(code).to_pylist()
+        picked = offsets[mask]
+        out[mask] = np.fromiter((back(child[i]) for i in picked), dtype=object, count=len(picked))
+    return out
+
+
+def _read(path: Path, size: timedelta) -> StoredPane:
+    with pa.OSFile(str(path)) as source:
+        table = pa.ipc.open_file(source).read_all()
+    meta = json.loads((table.schema.metadata or {})[_META])
+    if meta.get("format") != FORMAT:
+        raise ValueError(f"format {meta.get('format')}, not {FORMAT}")
+    pane = datetime.fromisoformat(meta["pane"])
+    if path.stem != str(int(pane.timestamp())) or pane.timestamp() % size.total_seconds():
+        raise ValueError("the file's name is not its pane's start")
+    objects = set(meta["objects"])
+    typed = table.drop_columns(list(objects)).to_pandas()
+    frame = pd.DataFrame(
+        {c: _objects(table.column(c)) if c in objects else typed[c] for c in meta["columns"]},
+        index=pd.RangeIndex(table.num_rows),
+    )
+    rows = int(meta["rows"])
+    if int(frame[WEIGHT].sum()) != rows:
+        raise ValueError("its counts do not add up to its row total")
+    return StoredPane(pane, frame, rows, frozenset(meta["flagged"]))
+
+
+def _remove_folder(folder: Path) -> None:
+    """Remove a fingerprint folder this store wrote (only its pane files: nothing else is touched)."""
+    for path in _pane_files(folder):
+        path.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):  # it holds something else: leave it
+        folder.rmdir()
+
+
+def _pane_files(folder: Path) -> Iterator[Path]:
+    for path in folder.iterdir():
+        if path.suffix == _SUFFIX or (path.name.startswith(".") and path.name.endswith(".tmp")):
+            yield path

@@ -1,0 +1,285 @@
+"""Sealed panes: each tick reads from the database only what can still change.
+
+A model's timeline is cut into panes of ``panes.size`` (aligned to the Unix epoch: whole hours
+by default). A pane is *sealed* once its end is older than ``label_delay + panes.lateness``:
+its rows and their labels are taken to be final, and its counts - the counted combinations of
+:mod:`monitor.sources.count_sql`, without time ranges - are kept. An evaluation then asks the
+database only for the parts of its read range that no kept pane covers whole: the unsealed
+tail, and the partial panes where a window's bound cuts a pane. Each kept pane gets the 0/1
+range columns of the windows it lies in (a pane that no bound cuts lies wholly inside or
+outside each window), and the pieces are concatenated: the same combinations with the same
+total counts as one read of the whole range, hence the same values. The kept panes are merged
+into one table once per change of the set of panes in use (about twice an hour), not per tick.
+
+Rows that land in a pane after it was sealed (*late rows*) would be missed; every
+``panes.recheck`` the kept panes are recounted in one statement (rows per block of consecutive
+panes, no rows returned: an index range per block where the timestamps are indexed, else one pass). A block whose total changed is dropped and read again at
+once, and the rows it gained are reported as late (``fairwatch_late_rows_total``).
+
+Limits, by design: rows whose timestamp cannot be read are counted (``timestamp_invalid``)
+only by the read of the window's unsealed tail (on SQLite: those whose text falls in its range); a label written into a row after its pane
+was sealed is not seen until the pane is read again (keep ``lateness`` above the longest label
+delay you expect beyond ``label_delay``). Sources that cannot read a narrow piece of a window
+cheaply (SQLite text timestamps of unknown offset: see ``timestamp_format: iso_utc``) read
+whole windows; so does any read the panes cannot serve (then nothing is kept).
+
+With ``panes.directory`` the kept panes are also written to disk (:mod:`monitor.reading.pane_store`),
+and a restarted service starts from them: they are rechecked at its first tick, so rows written
+into them while it was down are found as late rows and folded in.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+
+import pandas as pd
+
+from monitor.config import PanesConfig
+from monitor.reading.pane_store import PaneStore
+from monitor.sources import Batch, CountingSource
+from monitor.sources.contract import WEIGHT
+from monitor.sources.count_sql import CountRequest, range_column
+
+__all__ = ["Panes", "PanesRead"]
+
+log = logging.getLogger("fairwatch")
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_RECHECK_BLOCKS = 32  # at most this many totals per recheck statement
+
+
+@dataclass(frozen=True)
+class PanesRead:
+    """A window's counted batch, assembled from kept panes and fresh pieces."""
+
+    batch: Batch
+    late_rows: int  # rows found in sealed panes since they were kept
+    pieces_read: int | None  # statements sent for fresh pieces and new panes (None: one whole read)
+
+
+@dataclass(frozen=True)
+class _Kept:
+    frame: pd.DataFrame  # counted combinations of the pane, no range columns
+    rows: int
+
+
+class Panes:
+    """The kept panes of one model, and how to read a window through them."""
+
+    def __init__(
+        self, config: PanesConfig, label_delay: timedelta, name: str, store: PaneStore | None = None
+    ) -> None:
+        self.config = config
+        self.label_delay = label_delay
+        self.name = name
+        self._store = store  # the kept panes also on disk (panes.directory)
+        self._kept: dict[datetime, _Kept] = {}
+        self._shape: CountRequest | None = None  # the request (without ranges) the panes were counted for
+        self._flagged: frozenset[str] | None = None
+        self._interior: tuple[tuple[tuple[datetime, tuple[int, ...]], ...], pd.DataFrame] | None = None
+        self._checked_at: datetime | None = None
+        self._full = False  # the memory budget stopped keeping panes (logged once)
+
+    def read(
+        self, source: CountingSource, request: CountRequest, start: datetime, end: datetime, now: datetime
+    ) -> PanesRead | None:
+        """``request`` counted over ``[start, end)``; ``None`` when the panes cannot serve it (the
+        caller reads the whole range as usual)."""
+        shape = replace(request, ranges=())
+        if shape != self._shape:
+            self._forget()
+            self._shape = shape
+            self._load(shape)
+        late, pieces = self._recheck(source, now), 0
+        self._sync()  # a pane the recheck dropped loses its file now, not after reads that may fail
+        sealed_before = now - self.label_delay - self.config.lateness
+        cuts = {moment for r in request.ranges for moment in r} | {start, end}
+        # panes that slid out of every window, or are no longer sealed (the clock moved back)
+        if any(t < start or t + self.config.size > sealed_before for t in self._kept):
+            self._kept = {
+                t: k for t, k in self._kept.items() if start <= t <= sealed_before - self.config.size
+            }
+            self._full = False
+        usable: list[datetime] = []
+        for pane in _panes(start, min(end, sealed_before), self.config.size):
+            pane_end = pane + self.config.size
+            unsealed = pane_end > sealed_before  # rows may still be written into it
+            if unsealed or pane < start or pane_end > end or any(pane < c < pane_end for c in cuts):
+                continue
+            if pane not in self._kept:
+                if self._full:
+                    continue
+                kept = self._count_pane(source, shape, pane)
+                pieces += 1
+                if kept is None:
+                    return None
+                if not self._keep(pane, kept):
+                    continue
+            usable.append(pane)
+        frames = [self._merged(usable, request.ranges)] if usable else []
+        rejected: Counter[str] = Counter()
+        for lo, hi in _gaps(start, end, usable, self.config.size):
+            batch = source.read_counts(request, lo, hi)
+            pieces += 1
+            if batch is None or not self._same_flags(batch.flagged):
+                self._forget()
+                return None
+            frames.append(batch.frame)
+            # a read may count unreadable timestamps outside its range (they have no time): once, at the tail
+            rejected += (
+                batch.rejected
+                if hi == end
+                else Counter({k: n for k, n in batch.rejected.items() if k != "timestamp_invalid"})
+            )
+        frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+        flagged = self._flagged if self._flagged is not None else frozenset()
+        self._sync()
+        return PanesRead(Batch(frame, rejected, counted=True, flagged=flagged), late, pieces)
+
+    def _sync(self) -> None:
+        """The folder (``panes.directory``) made to hold exactly the kept panes."""
+        if self._store is not None:
+            flagged = self._flagged if self._flagged is not None else frozenset()
+            self._store.sync({t: (k.frame, k.rows) for t, k in self._kept.items()}, flagged)
+
+    def resumable(self, request: CountRequest) -> bool:
+        """Whether a previous run's panes for ``request`` are on disk and not read yet: the first
+        read goes through them even before the source has shown that it reads narrow pieces
+        (their recheck is what shows it)."""
+        shape = replace(request, ranges=())
+        return self._store is not None and self._shape is None and self._store.holds(shape, self.config.size)
+
+    def kept_rows(self) -> int:
+        """Counted combinations held, all kept panes together."""
+        return sum(len(k.frame) for k in self._kept.values())
+
+    # -- internals --------------------------------------------------------------------------------
+
+    def _count_pane(self, source: CountingSource, shape: CountRequest, pane: datetime) -> _Kept | None:
+        batch = source.read_counts(shape, pane, pane + self.config.size)
+        if batch is None or not self._same_flags(batch.flagged):
+            self._forget()
+            return None
+        return _Kept(batch.frame, int(batch.frame[WEIGHT].sum()))
+
+    def _keep(self, pane: datetime, kept: _Kept) -> bool:
+        if self.kept_rows() + len(kept.frame) > self.config.max_rows:
+            if not self._full:
+                log.warning(
+                    "model %s: sealed panes hold %d counted combinations (panes.max_rows %d): reading "
+                    "the rest of each window from the source",
+                    self.name,
+                    self.kept_rows(),
+                    self.config.max_rows,
+                )
+                self._full = True
+            return False
+        self._kept[pane] = kept
+        return True
+
+    def _same_flags(self, flagged: frozenset[str]) -> bool:
+        """Whether a piece thresholded the same indicator attributes as the kept panes (a column
+        that changed type would make the pieces' combinations incomparable)."""
+        if self._flagged is None:
+            self._flagged = flagged
+        return flagged == self._flagged
+
+    def _merged(self, panes: list[datetime], ranges: tuple[tuple[datetime, datetime], ...]) -> pd.DataFrame:
+        """The kept panes' combinations with each window's 0/1 column, merged (cached while the
+        set of panes and their windows stays the same)."""
+        size = self.config.size
+        layout = tuple(
+            (pane, tuple(int(lo <= pane and pane + size <= hi) for lo, hi in ranges)) for pane in panes
+        )
+        if self._interior is not None and self._interior[0] == layout:
+            return self._interior[1]
+        frames = [
+            self._kept[pane].frame.assign(**{range_column(i): flag for i, flag in enumerate(flags)})
+            for pane, flags in layout
+        ]
+        both = pd.concat(frames, ignore_index=True)
+        keys = [c for c in both.columns if c != WEIGHT]
+        merged = both.groupby(keys, dropna=False, sort=False)[WEIGHT].sum().reset_index()
+        self._interior = (layout, merged)
+        return merged
+
+    def _recheck(self, source: CountingSource, now: datetime) -> int:
+        """Recount the kept panes every ``recheck``; drop blocks whose total changed. Late rows found."""
+        # (a clock that moved back makes it due at once: it says nothing of the time since the last one)
+        if self._checked_at is not None and timedelta(0) <= now - self._checked_at < self.config.recheck:
+            return 0
+        self._checked_at = now
+        panes = sorted(self._kept)
+        if not panes or self._shape is None:
+            return 0
+        size = self.config.size
+        blocks = _blocks(panes, size)
+        ranges = tuple((block[0], block[-1] + size) for block in blocks)
+        request = CountRequest(self._shape.timestamp, (), (), ranges)
+        totals = source.count_ranges(request, panes[0], panes[-1] + size)
+        if totals is None:
+            return 0
+        late = 0
+        for block, total in zip(blocks, totals, strict=True):
+            kept = sum(self._kept[p].rows for p in block)
+            if total != kept:  # more rows: late ones; fewer: deleted (retention) - either way, read again
+                late += max(0, total - kept)
+                for p in block:
+                    del self._kept[p]
+                self._interior = None
+        if late:
+            log.warning("model %s: %d late rows found in sealed panes; read again", self.name, late)
+        return late
+
+    def _forget(self) -> None:
+        self._kept.clear()
+        self._interior = None
+        self._flagged = None
+        if self._store is not None:
+            self._store.clear()
+
+    def _load(self, shape: CountRequest) -> None:
+        """The panes a previous run kept for ``shape`` (within the memory budget)."""
+        if self._store is None:
+            return
+        for stored in self._store.load(shape, self.config.size):
+            if self._same_flags(stored.flagged):
+                self._keep(stored.pane, _Kept(stored.frame, stored.rows))
+                self._checked_at = None  # rows may have been written while nobody watched: recheck now
+
+
+def _panes(start: datetime, end: datetime, size: timedelta) -> Iterator[datetime]:
+    """The starts of the epoch-aligned panes that overlap ``[start, end)``."""
+    pane = _EPOCH + ((start.astimezone(UTC) - _EPOCH) // size) * size
+    while pane < end:
+        yield pane
+        pane += size
+
+
+def _blocks(panes: list[datetime], size: timedelta) -> list[list[datetime]]:
+    """``panes`` (sorted) in blocks of consecutive panes, about :data:`_RECHECK_BLOCKS` in all."""
+    runs: list[list[datetime]] = []
+    for pane in panes:
+        if runs and runs[-1][-1] + size == pane:
+            runs[-1].append(pane)
+        else:
+            runs.append([pane])
+    per = max(1, -(-len(panes) // _RECHECK_BLOCKS))
+    return [run[i : i + per] for run in runs for i in range(0, len(run), per)]
+
+
+def _gaps(
+    start: datetime, end: datetime, panes: list[datetime], size: timedelta
+) -> Iterator[tuple[datetime, datetime]]:
+    """The parts of ``[start, end)`` no pane in ``panes`` (sorted) covers, as maximal ranges."""
+    at = start
+    for pane in panes:
+        if pane > at:
+            yield at, pane
+        at = pane + size
+    if at < end:
+        yield at, end

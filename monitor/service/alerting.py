@@ -1,0 +1,345 @@
+"""Alert state per judged value: pending, firing, resolved - Prometheus' rules applied to our states.
+
+Each series - one (model, window, attribute, group, reference, metric) - is tracked on its own::
+
+                  violation                  violation held for ``for_``
+    (inactive) -------------> pending ---------------------------------> firing
+                                 |                                          |
+                                 | anything but violation                   | ok, insufficient_data or the
+                                 v                                          | series gone, and still so after
+                         dropped, nothing sent                              v ``keep_firing_for``
+                                                                        resolved (sent once)
+
+- Only ``violation`` (the whole interval outside the fair range, ``metrics.md`` section 5) starts an
+  alert. ``inconclusive`` and ``insufficient_data`` never do, and a NaN value never alerts whatever its
+  state says.
+- A pending alert fires once the violation has lasted ``for_`` (``now - active_since >= for_``), so
+  ``for_ = 0`` fires at the first evaluation that sees it. A pending alert whose value is no longer a
+  violation is dropped silently: it never fired, so there is nothing to resolve.
+- A firing alert stays firing while the value is outside its fair range (``violation`` *or*
+  ``inconclusive``): a value hovering at the edge of the range, whose interval reaches back in and out,
+  must not make the alert flap. It resolves when the value is back in range (``ok``), cannot be judged
+  (``insufficient_data``) or its series vanished from the model's evaluation (the group is gone).
+- With ``keep_firing_for > 0`` a firing alert whose condition cleared keeps firing until it has stayed
+  clear for that long (Prometheus' ``keep_firing_for``); out of range again meanwhile resets the clock.
+  While it is kept, its annotations keep the last out-of-range value: they say why it fired.
+- :meth:`AlertTracker.update` touches only the model of the evaluation it is given. A model whose
+  source fails is simply not updated, so its alerts stay as they were instead of resolving.
+
+The labels of an alert are its identity (``alertname``, model, window, attribute, group, reference,
+metric, severity); the annotations carry a readable ``summary``, a ``description`` with the metric's
+meaning and, when ``alerts.runbook_url`` is set, a ``runbook_url`` linking to the metric's section
+(``<runbook_url>#<metric>``, as the generated rules link), re-rendered at every evaluation while the
+alert is active.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+
+from metrics_core import MetricValue, get_metric
+from monitor.evaluation.results import ModelEvaluation
+from monitor.service.snapshot import ActiveAlert
+
+__all__ = [
+    "ALERTNAME",
+    "AlertTracker",
+    "AlertUpdate",
+    "alert_description",
+    "alert_summary",
+    "fair_range_text",
+    "runbook_link",
+]
+
+#: The name of every fairness alert, raised here and by the generated Prometheus rules (monitor.outputs.prometheus.rules).
+ALERTNAME = "FairwatchFairnessViolation"
+
+# States in which a firing alert keeps firing: the point estimate is outside the fair range.
+_OUT_OF_RANGE = frozenset({"violation", "inconclusive"})
+
+# (model, window, attribute, group, reference, metric). The reference is part of the identity: the
+# same group judged against another reference is another comparison, with other labels.
+_Key = tuple[str, str, str, str, str, str]
+
+
+@dataclass(frozen=True)
+class AlertUpdate:
+    """What one :meth:`AlertTracker.update` changed, and what to export and push now.
+
+    ``active`` holds the pending and firing alerts of *every* model (what a snapshot exports);
+    ``firing`` only this model's firing alerts, to push to the sinks at every evaluation;
+    ``resolved`` this model's alerts that stopped firing now (``state="resolved"``), to push
+    once with ``endsAt``. ``started_pending`` and ``dropped`` are the transitions no sink hears
+    of (an alert became pending; a pending one cleared before it fired): the service logs them.
+    Starting to fire needs no field of its own: the sinks are told of every firing alert, and
+    the log sink says once per episode when one starts.
+    """
+
+    model: str
+    active: tuple[ActiveAlert, ...]
+    firing: tuple[ActiveAlert, ...]
+    resolved: tuple[ActiveAlert, ...]
+    started_pending: tuple[ActiveAlert, ...] = ()
+    dropped: tuple[ActiveAlert, ...] = ()
+
+
+@dataclass
+class _Series:
+    """The mutable tracking state of one series; the outside world only sees ActiveAlert copies."""
+
+    alert: ActiveAlert
+    cleared_since: datetime | None = None  # first evaluation of a firing alert back in range
+
+
+@dataclass
+class _Transitions:
+    started_pending: list[ActiveAlert] = field(default_factory=list)
+    dropped: list[ActiveAlert] = field(default_factory=list)
+    resolved: list[ActiveAlert] = field(default_factory=list)
+
+
+class AlertTracker:
+    """The alert state machine of every (model, window, attribute, group, reference, metric).
+
+    Thread-safe: evaluations of different models may call :meth:`update` concurrently.
+    ``confidence`` is the interval level quoted in the annotations; ``runbook_url``, when
+    given, is the runbook every alert links to, at its metric's section (``runbook_url#metric``).
+    """
+
+    def __init__(
+        self,
+        *,
+        for_: timedelta,
+        keep_firing_for: timedelta,
+        severity: str = "warning",
+        confidence: float = 0.95,
+        runbook_url: str | None = None,
+    ) -> None:
+        if for_ < timedelta(0):
+            raise ValueError(f"for_ must not be negative, got {for_}")
+        if keep_firing_for < timedelta(0):
+            raise ValueError(f"keep_firing_for must not be negative, got {keep_firing_for}")
+        if not 0 < confidence < 1:
+            raise ValueError(f"confidence must be between 0 and 1 (exclusive), got {confidence}")
+        if not severity:
+            raise ValueError("severity must not be empty")
+        self.for_ = for_
+        self.keep_firing_for = keep_firing_for
+        self.severity = severity
+        self.confidence = confidence
+        self.runbook_url = runbook_url
+        self._series: dict[_Key, _Series] = {}
+        self._lock = threading.Lock()
+
+    def update(self, evaluation: ModelEvaluation, now: datetime) -> AlertUpdate:
+        """Advance every series of ``evaluation.model`` to ``now``; other models are left alone."""
+        if now.tzinfo is None:
+            raise ValueError(f"now must be timezone-aware, got {now!r}")
+        model = evaluation.model
+        seen = _values_by_key(evaluation)
+        changes = _Transitions()
+        with self._lock:
+            tracked = {key for key in self._series if key[0] == model}
+            for key in sorted(tracked | seen.keys()):
+                value = seen.get(key)
+                series = self._series.get(key)
+                if series is None:
+                    if value is not None and _is_violation(value):
+                        self._start(key, value, now, changes)
+                elif series.alert.state == "pending":
+                    self._step_pending(key, series, value, now, changes)
+                else:
+                    self._step_firing(key, series, value, now, changes)
+            return AlertUpdate(
+                model=model,
+                active=self._active(),
+                firing=self._active(model, state="firing"),
+                resolved=tuple(changes.resolved),
+                started_pending=tuple(changes.started_pending),
+                dropped=tuple(changes.dropped),
+            )
+
+    # -- transitions (called with the lock held) -------------------------------------------------------
+
+    def _start(self, key: _Key, value: MetricValue, now: datetime, changes: _Transitions) -> None:
+        alert = ActiveAlert(
+            labels=self._labels(key),
+            annotations=self._annotations(key, value),
+            state="pending",
+            active_since=now,
+            firing_since=None,
+            value=value.value,
+        )
+        series = self._series[key] = _Series(alert)
+        changes.started_pending.append(alert)
+        self._fire_if_due(series, now)  # for_ = 0 fires at once
+
+    def _step_pending(
+        self, key: _Key, series: _Series, value: MetricValue | None, now: datetime, changes: _Transitions
+    ) -> None:
+        if value is None or not _is_violation(value):
+            del self._series[key]
+            changes.dropped.append(series.alert)
+            return
+        series.alert = self._refreshed(series.alert, key, value)
+        self._fire_if_due(series, now)
+
+    def _step_firing(
+        self, key: _Key, series: _Series, value: MetricValue | None, now: datetime, changes: _Transitions
+    ) -> None:
+        if value is not None and _is_out_of_range(value):
+            series.alert = self._refreshed(series.alert, key, value)
+            series.cleared_since = None
+            return
+        if series.cleared_since is None:
+            series.cleared_since = now
+        if now - series.cleared_since >= self.keep_firing_for:
+            del self._series[key]
+            changes.resolved.append(replace(series.alert, state="resolved"))
+
+    def _fire_if_due(self, series: _Series, now: datetime) -> None:
+        if now - series.alert.active_since >= self.for_:
+            series.alert = replace(series.alert, state="firing", firing_since=now)
+
+    def _refreshed(self, alert: ActiveAlert, key: _Key, value: MetricValue) -> ActiveAlert:
+        return replace(alert, annotations=self._annotations(key, value), value=value.value)
+
+    def _active(self, model: str | None = None, *, state: str | None = None) -> tuple[ActiveAlert, ...]:
+        return tuple(
+            self._series[key].alert
+            for key in sorted(self._series)
+            if (model is None or key[0] == model)
+            and (state is None or self._series[key].alert.state == state)
+        )
+
+    # -- labels and text -------------------------------------------------------------------------------
+
+    def _labels(self, key: _Key) -> dict[str, str]:
+        model, window, attribute, group, reference, metric = key
+        return {
+            "alertname": ALERTNAME,
+            "model": model,
+            "window": window,
+            "attribute": attribute,
+            "group": group,
+            "reference": reference,
+            "metric": metric,
+            "severity": self.severity,
+        }
+
+    def _annotations(self, key: _Key, value: MetricValue) -> dict[str, str]:
+        model, window = key[0], key[1]
+        annotations = {
+            "summary": alert_summary(value, model=model, window=window, confidence=self.confidence),
+            "description": alert_description(value, confidence=self.confidence),
+        }
+        if self.runbook_url:
+            annotations["runbook_url"] = runbook_link(self.runbook_url, key[5])
+        return annotations
+
+
+# -- module helpers ------------------------------------------------------------------------------------
+
+
+def runbook_link(runbook_url: str, section: str) -> str:
+    """The link to one section of the runbook: its heading's anchor, as GitHub and mkdocs make it.
+
+    >>> runbook_link("https://wiki.example/fairwatch-runbook", "disparate_impact")
+    'https://wiki.example/fairwatch-runbook#disparate_impact'
+    """
+    return f"{runbook_url}#{section.lower()}"
+
+
+def _values_by_key(evaluation: ModelEvaluation) -> dict[_Key, MetricValue]:
+    return {
+        (evaluation.model, w.window, v.attribute, v.group, v.reference, v.metric): v
+        for w in evaluation.windows
+        for v in w.values
+    }
+
+
+def _is_violation(value: MetricValue) -> bool:
+    return value.state == "violation" and not math.isnan(value.value)
+
+
+def _is_out_of_range(value: MetricValue) -> bool:
+    return value.state in _OUT_OF_RANGE and not math.isnan(value.value)
+
+
+def alert_summary(value: MetricValue, *, model: str, window: str, confidence: float) -> str:
+    """One sentence with the value, its interval, the fair range and the group size.
+
+    >>> v = MetricValue("identity", "muslim", "background", "disparate_impact", 0.62, 0.55, 0.7,
+    ...                 0.8, 1.25, "violation", 1234, 50000, 1234)
+    >>> alert_summary(v, model="toxicity", window="24h", confidence=0.95)
+    'disparate_impact for identity=muslim (vs background) in model toxicity, window 24h: 0.62 (95% CI 0.55 to 0.7), fair range [0.8, 1.25], 1,234 rows in the group'
+    """
+    return (
+        f"{value.metric} for {value.attribute}={value.group} (vs {value.reference}) "
+        f"in model {model}, window {window}: {_number(value.value)} "
+        f"({_level(confidence)} CI {_number(value.ci_lower)} to {_number(value.ci_upper)}), "
+        f"fair range {fair_range_text(value.fair_min, value.fair_max)}, "
+        f"{_rows(value.n_group)} in the group"
+    )
+
+
+def alert_description(value: MetricValue, *, confidence: float) -> str:
+    """The metric's meaning, what the state says, and the reference's size."""
+    try:
+        meaning = f"{value.metric}: {get_metric(value.metric).meaning}. "
+    except ValueError:  # a metric unknown to this registry must not break alerting
+        meaning = ""
+    level = _level(confidence)
+    if value.state == "violation":
+        why = f"the whole {level} interval lies outside the fair range"
+    elif value.state == "inconclusive":
+        why = (
+            f"the value is outside the fair range but its {level} interval still reaches into it; "
+            "a firing alert keeps firing until the value is back in range"
+        )
+    else:
+        why = "the value is not out of range"
+    return (
+        f"{meaning}State {value.state}: {why}. Group {value.group}: {_rows(value.n_group)}; "
+        f"reference {value.reference}: {_rows(value.n_reference)}."
+    )
+
+
+def fair_range_text(fair_min: float, fair_max: float) -> str:
+    """``[0.8, 1.25]``, ``at least 0.83`` or ``at most 0.1`` when one side is unbounded.
+
+    >>> fair_range_text(0.8, 1.25), fair_range_text(0.83, float("inf")), fair_range_text(-math.inf, 0.1)
+    ('[0.8, 1.25]', 'at least 0.83', 'at most 0.1')
+    """
+    low = not math.isnan(fair_min) and fair_min != -math.inf
+    high = not math.isnan(fair_max) and fair_max != math.inf
+    if low and high:
+        return f"[{_number(fair_min)}, {_number(fair_max)}]"
+    if low:
+        return f"at least {_number(fair_min)}"
+    if high:
+        return f"at most {_number(fair_max)}"
+    return "unbounded"
+
+
+def _number(x: float) -> str:
+    """Three significant digits: enough to read against a fair range, short enough for a pager."""
+    if math.isnan(x):
+        return "undefined"
+    if math.isinf(x):
+        return "+inf" if x > 0 else "-inf"
+    return f"{x:.3g}" if abs(x) < 1000 else f"{x:,.0f}"
+
+
+def _rows(n: float) -> str:
+    if math.isnan(n):
+        return "an unknown number of rows"
+    count = round(n)
+    return f"{count:,} row" + ("" if count == 1 else "s")
+
+
+def _level(confidence: float) -> str:
+    return f"{round(confidence * 100, 6):g}%"

@@ -1,0 +1,176 @@
+"""A bounded in-memory history of each model's judged values: what the live view charts and
+``/api/v1/history`` serves.
+
+Prometheus keeps the long history; this keeps the last ``size`` evaluations of each model so the
+page at ``/`` can draw recent values, intervals and states without a Prometheus beside it (a
+laptop, the demo, a report). Each evaluation is stored as columns - one float array of (value,
+lower, upper and the fair range) and one byte per state - over a tuple of series keys shared with the previous
+evaluation when the set of series did not change: about 41 bytes per value, so 720 evaluations of
+a model with 500 series take about 15 MB.
+
+:meth:`History.record` is a :meth:`monitor.service.runner.Monitor.subscribe` callback: it keeps each
+model's ``last_evaluation`` once.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import NamedTuple
+
+import numpy as np
+
+from metrics_core import STATES
+from monitor.evaluation.results import ModelEvaluation
+from monitor.service.snapshot import Snapshot
+
+__all__ = ["History", "Series", "SeriesKey"]
+
+
+class SeriesKey(NamedTuple):
+    """One judged value's identity across evaluations."""
+
+    window: str
+    metric: str
+    attribute: str
+    group: str
+
+
+@dataclass(frozen=True)
+class Series:
+    """One series over the kept evaluations, oldest first (NaN where a value was undefined)."""
+
+    model: str
+    key: SeriesKey
+    times: tuple[datetime, ...]
+    values: np.ndarray  # value, lower, upper, fair_min, fair_max per time: shape (len(times), 5)
+    states: tuple[str, ...]
+
+    @property
+    def value(self) -> np.ndarray:
+        return self.values[:, 0]
+
+    @property
+    def lower(self) -> np.ndarray:
+        return self.values[:, 1]
+
+    @property
+    def upper(self) -> np.ndarray:
+        return self.values[:, 2]
+
+    @property
+    def fair(self) -> np.ndarray:
+        """The fair range at each time, shape (len(times), 2) (it moves where it is relative to
+        a model-level value, as the AUCs' is)."""
+        return self.values[:, 3:5]
+
+
+@dataclass(frozen=True)
+class _Frame:
+    at: datetime
+    keys: tuple[SeriesKey, ...]
+    values: np.ndarray  # float64, (len(keys), 5)
+    states: np.ndarray  # uint8 index into STATES, (len(keys),)
+
+
+class History:
+    """The last ``size`` evaluations of every model (thread-safe: recorded from evaluation
+    threads, read by HTTP threads)."""
+
+    def __init__(self, size: int) -> None:
+        if size < 1:
+            raise ValueError(f"history size must be at least 1, got {size}")
+        self.size = size
+        self._frames: dict[str, deque[_Frame]] = {}
+        self._lock = threading.Lock()
+
+    def record(self, snapshot: Snapshot) -> None:
+        """Keep each model's last evaluation, once (a snapshot swap for another model or a
+        failed evaluation brings no new one); forget the models the snapshot no longer has
+        (removed or renamed by a config reload)."""
+        with self._lock:
+            for gone in self._frames.keys() - snapshot.models.keys():
+                del self._frames[gone]
+        for status in snapshot.models.values():
+            if status.last_evaluation is not None:
+                self.add(status.last_evaluation)
+
+    def add(self, evaluation: ModelEvaluation) -> None:
+        with self._lock:
+            frames = self._frames.setdefault(evaluation.model, deque(maxlen=self.size))
+            if frames and frames[-1].at == evaluation.evaluated_at:
+                return  # kept already
+            while frames and frames[-1].at >= evaluation.evaluated_at:
+                frames.pop()  # the clock stepped back: what was recorded at or after it goes
+            keys = tuple(
+                SeriesKey(w.window, v.metric, v.attribute, v.group)
+                for w in evaluation.windows
+                for v in w.values
+            )
+            if frames and frames[-1].keys == keys:
+                keys = frames[-1].keys  # one tuple shared by consecutive evaluations
+            values = np.array(
+                [
+                    (v.value, v.ci_lower, v.ci_upper, v.fair_min, v.fair_max)
+                    for w in evaluation.windows
+                    for v in w.values
+                ],
+                dtype=np.float64,
+            ).reshape(len(keys), 5)
+            states = np.array(
+                [_STATE_INDEX[v.state] for w in evaluation.windows for v in w.values], dtype=np.uint8
+            )
+            frames.append(_Frame(evaluation.evaluated_at, keys, values, states))
+
+    def models(self) -> list[str]:
+        with self._lock:
+            return list(self._frames)
+
+    def latest(self, model: str) -> datetime | None:
+        """When the model's newest kept evaluation ran (``None``: none kept)."""
+        with self._lock:
+            frames = self._frames.get(model)
+            return frames[-1].at if frames else None
+
+    def times(self, model: str) -> tuple[datetime, ...]:
+        with self._lock:
+            return tuple(f.at for f in self._frames.get(model, ()))
+
+    def series(
+        self,
+        model: str,
+        *,
+        since: datetime | None = None,
+        where: Mapping[str, Iterable[str]] | None = None,
+    ) -> list[Series]:
+        """The model's series (each key in the order first seen), evaluations at or after ``since``;
+        ``where`` keeps keys whose ``window``/``metric``/``attribute``/``group`` is among the
+        given values."""
+        with self._lock:
+            frames = [f for f in self._frames.get(model, ()) if since is None or f.at >= since]
+        wanted = {name: set(values) for name, values in (where or {}).items()}
+        if unknown := set(wanted) - set(SeriesKey._fields):
+            raise ValueError(f"unknown series field(s) {sorted(unknown)}; fields: {list(SeriesKey._fields)}")
+        points: dict[SeriesKey, list[tuple[int, int]]] = {}  # key -> (frame index, row)
+        for i, frame in enumerate(frames):
+            for row, key in enumerate(frame.keys):
+                if all(getattr(key, name) in accepted for name, accepted in wanted.items()):
+                    points.setdefault(key, []).append((i, row))
+        out = []
+        for key, where_ in points.items():
+            out.append(
+                Series(
+                    model,
+                    key,
+                    tuple(frames[i].at for i, _ in where_),
+                    np.array([frames[i].values[row] for i, row in where_]).reshape(len(where_), 5),
+                    tuple(STATES[frames[i].states[row]] for i, row in where_),
+                )
+            )
+        return out
+
+
+_STATE_INDEX: dict[str, int] = {state: i for i, state in enumerate(STATES)}

@@ -1,0 +1,343 @@
+"""Counts, not rows: what an evaluation asks a database for when the task's statistics are counts.
+
+A binary model's metrics depend on its rows only through the number of rows with each
+(score, label, prediction, group memberships) in each window. A :class:`CountRequest` names
+those columns and the windows' time ranges; :func:`count_statement` turns it into one
+``GROUP BY`` a database runs, so that a window of millions of rows comes back as its distinct
+combinations with a row count each (``WEIGHT``), and the rest of the evaluation weighs each
+combination by its count. The values are the row path's, exactly:
+
+- score, label, prediction, model and categorical group columns come back *as stored* (the
+  same values the row path reads, only without repeats), and are cleaned by the same code;
+- an indicator group's columns become 1/0 flags in the database only where the columns are of
+  a numeric type: ``value >= threshold`` (NULL and NaN are not members), with one more 0/1
+  column marking rows that have no value in any of the attribute's columns (the row path's
+  "missing": :func:`with_missing_flags` turns those rows' flags into NaN). On SQLite a stored
+  value that is not a number (text in a REAL column) counts as missing, as the row path's
+  ``to_numeric`` makes it;
+- each time range becomes a 0/1 column ``__in_<i>`` computed from the stored instant, so that
+  one scan serves the outcome and label windows of every configured window.
+
+Everything is SQLAlchemy Core: identifiers quoted by SQLAlchemy, thresholds and time bounds
+bound as parameters, a user's ``query:`` wrapped as a subquery. Where the database's own
+``GROUP BY`` is the slow part (SQLite sorts every row), the ungrouped statement's rows are
+counted by :func:`count_keys` instead, chunk by chunk, to the same combinations and counts.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import sqlalchemy as sa
+
+from monitor.sources.contract import WEIGHT, Batch
+
+__all__ = [
+    "INVALID_TIMESTAMP",
+    "RANGE_PREFIX",
+    "WEIGHT",
+    "Between",
+    "CountRequest",
+    "IndicatorFlags",
+    "LabelJoin",
+    "count_keys",
+    "count_statement",
+    "counted_batch",
+    "flaggable",
+    "missing_column",
+    "numeric_columns",
+    "range_column",
+    "rounded_score",
+    "with_missing_flags",
+]
+
+#: 1 for rows whose stored timestamp the database cannot read as an instant (SQLite text).
+INVALID_TIMESTAMP = "__ts_invalid"
+
+#: ``instant >= bound(moment)``: the stored instant, and a bound expression for a moment.
+Instant = tuple[sa.ColumnElement[Any], Callable[[datetime, str], sa.ColumnElement[Any]]]
+#: ``start <= instant < end`` as one condition, given the names of its two bound parameters: for
+#: a log whose rows are compared with a bound in more than one way (text files: epoch numbers
+#: against one bound, ISO text against another; :mod:`monitor.sources.files.text_timestamps`).
+Between = Callable[[datetime, datetime, str, str], sa.ColumnElement[bool]]
+#: An index-friendly condition that holds for every row in ``[start, end)`` (and maybe a few more),
+#: its bind parameters named after the last argument.
+Prefilter = Callable[[datetime, datetime, str], sa.ColumnElement[bool]]
+
+
+@dataclass(frozen=True)
+class IndicatorFlags:
+    """An indicator attribute's columns, thresholded into flags by the database."""
+
+    attribute: str
+    columns: tuple[str, ...]
+    threshold: float
+
+
+@dataclass(frozen=True)
+class LabelJoin:
+    """Labels kept in their own table of the same database, joined by the database while it counts:
+    each prediction gets the latest label of its id that arrived in the read range, where it has
+    no label of its own (what :func:`monitor.reading.label_join.join_labels` does with rows)."""
+
+    source: Any  # the label source: a SqlSource on the same database
+    id: str  # the label table's id column
+    label: str  # the label table's label column
+    join_on: str  # the prediction log's id column
+    column: str  # the model's label column in the counted result
+
+
+@dataclass(frozen=True)
+class CountRequest:
+    """The columns an evaluation needs counted, and the time ranges of its windows."""
+
+    timestamp: str
+    columns: tuple[str, ...]  # grouped by as stored
+    indicators: tuple[IndicatorFlags, ...]  # grouped by as flags (where the columns are numeric)
+    ranges: tuple[tuple[datetime, datetime], ...]
+    optional: tuple[str, ...] = ()  # columns the log may lack (then not counted by)
+    score: str | None = None  # the score column, rounded to score_decimals where it holds numbers
+    score_decimals: int | None = None
+    labels: LabelJoin | None = None  # labels joined from their own table
+    # How the evaluation reads the columns, for sources that store every value as text (CSV):
+    texts: tuple[str, ...] = ()  # read as text - class labels, group values - not (only) as numbers
+    model: str | None = None  # compared as text with the model's name
+
+    def without(self, columns: Collection[str]) -> CountRequest:
+        """The request without the (optional) ``columns``."""
+        return replace(self, columns=tuple(c for c in self.columns if c not in columns))
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every source column the request reads."""
+        flagged = (c for flags in self.indicators for c in flags.columns)
+        joined = () if self.labels is None else (self.labels.join_on,)
+        names = (self.timestamp, *self.columns, *flagged, *joined)
+        return tuple(c for c in dict.fromkeys(names) if self.labels is None or c != self.labels.column)
+
+
+def missing_column(index: int) -> str:
+    """1 where the request's ``index``-th indicator attribute has no value in any column."""
+    return f"__missing_{index}"
+
+
+#: The 0/1 columns of the time ranges start with this.
+RANGE_PREFIX = "__in_"
+
+
+def range_column(index: int) -> str:
+    """The 0/1 column of the request's ``index``-th time range."""
+    return f"{RANGE_PREFIX}{index}"
+
+
+def count_statement(
+    source: sa.FromClause,
+    request: CountRequest,
+    instant: Instant | Between,
+    *,
+    read: tuple[datetime, datetime],
+    prefilter: Prefilter | None = None,
+    invalid: sa.ColumnElement[bool] | None = None,
+    flagged: Collection[str] = (),
+    sqlite: bool,
+    grouped: bool = True,
+    totals: bool = False,
+    indexed: bool = False,
+    round_score: bool = False,
+    extra: Sequence[sa.Label[Any]] = (),
+) -> sa.Select[Any]:
+    """``SELECT <keys>, count(*) FROM (<keys of each row in read>) GROUP BY <keys>``.
+
+    With ``grouped=False``, only the inner statement: each row's keys, to be counted by
+    :func:`count_keys` (where the database's own ``GROUP BY`` is the slow part: SQLite sorts).
+    With ``totals=True``, one row: the number of rows in each of the request's ranges
+    (the request's columns are not read). Where the timestamps are ``indexed`` (a table, not a
+    query), each range is a ``count(*)`` subquery of its own, an index range each; else one pass,
+    ``sum(CASE ...)`` per range - for each row, every range's comparison (on SQLite's text
+    timestamps a ``julianday`` each: the tick that recounted 24 kept panes of a million rows took
+    2.75 s in one pass; by ranges no tick of that benchmark took more than 0.27 s).
+
+    ``instant`` reads the stored timestamp as something the database compares exactly (or is
+    the comparison itself, :data:`Between`); ``prefilter`` (an index-friendly condition for a
+    range) is ANDed in; rows where ``invalid`` holds are kept and marked in :data:`INVALID_TIMESTAMP`
+    (they are rejected, as the row path does, unless the caller places them: see ``extra``).
+    The indicator attributes in ``flagged`` (see :func:`flaggable`) become flags; the others'
+    columns are grouped by as stored. With ``round_score`` (the source knows the score column
+    holds numbers) the score is grouped by rounded to ``request.score_decimals``
+    (:func:`rounded_score`): continuous scores then come back as a few thousand values, not one
+    per row. ``extra`` keys are grouped by too (what the caller needs to decide some rows
+    itself, such as a text timestamp the database cannot read exactly).
+    """
+
+    def between(start: datetime, end: datetime, lo: str, hi: str) -> sa.ColumnElement[bool]:
+        if callable(instant):
+            return instant(start, end, lo, hi)
+        moment, bound = instant
+        return sa.and_(moment >= bound(start, lo), moment < bound(end, hi))
+
+    insides = [between(start, end, f"lo_{i}", f"hi_{i}") for i, (start, end) in enumerate(request.ranges)]
+    lo, hi = read
+    where = between(lo, hi, "read_lo", "read_hi")
+    if totals and indexed:
+        counts: list[sa.ColumnElement[Any]] = []
+        for i, (start, end) in enumerate(request.ranges):
+            start, end = max(start, lo), min(end, hi)  # within the read range, as one pass counts
+            if start >= end:
+                counts.append(sa.literal(0))
+                continue
+            inside = between(start, end, f"lo_{i}", f"hi_{i}")
+            if prefilter is not None:
+                inside = sa.and_(prefilter(start, end, f"day_{i}"), inside)
+            counts.append(sa.select(sa.func.count()).select_from(source).where(inside).scalar_subquery())
+        return sa.select(*(n.label(range_column(i)) for i, n in enumerate(counts)))
+    day = None if prefilter is None else prefilter(lo, hi, "day")
+    if totals:
+        where = where if day is None else sa.and_(day, where)
+        sums = [sa.func.coalesce(sa.func.sum(sa.case((inside, 1), else_=0)), 0) for inside in insides]
+        return (
+            sa.select(*(n.label(range_column(i)) for i, n in enumerate(sums)))
+            .select_from(source)
+            .where(where)
+        )
+    keys: list[sa.ColumnElement[Any]] = [source.c[c].label(c) for c in request.columns]
+    if round_score and request.score in request.columns and request.score_decimals is not None:
+        at = request.columns.index(request.score)
+        keys[at] = rounded_score(source.c[request.score], request.score_decimals, sqlite).label(request.score)
+    for i, flags in enumerate(request.indicators):
+        if flags.attribute in flagged:
+            keys += _flags(source, flags, i, sqlite)
+        else:
+            keys += [source.c[c].label(c) for c in flags.columns if c not in request.columns]
+    for i, inside in enumerate(insides):
+        keys.append(sa.case((inside, 1), else_=0).label(range_column(i)))
+    if invalid is not None:
+        keys.append(sa.case((invalid, 1), else_=0).label(INVALID_TIMESTAMP))
+        where = sa.or_(where, invalid)
+    if day is not None:  # after the OR: unreadable rows only of the read's days, as the row path reads
+        where = sa.and_(day, where)
+    keys += extra
+    each = sa.select(*keys).select_from(source).where(where)
+    if not grouped:
+        return each
+    rows = each.subquery("r")
+    return sa.select(*rows.c, sa.func.count().label(WEIGHT)).group_by(*rows.c)
+
+
+def rounded_score(column: sa.ColumnElement[Any], decimals: int, sqlite: bool) -> sa.ColumnElement[Any]:
+    """``floor(score * 10^decimals + 1/2) / 10^decimals`` in the database, bit for bit what
+    :func:`monitor.tasks.binary.round_scores` computes (which the rows are cleaned with, so a value
+    left unrounded here is rounded there): every step is one IEEE double operation. Values that are
+    not numbers (SQLite text), NaN, infinities and values at or beyond ``2^48 / 10^decimals`` are
+    left as stored (as numpy leaves them). SQLite has no
+    ``floor`` everywhere: ``CAST(y AS INTEGER)`` truncates toward zero, one less below zero."""
+    scale = sa.bindparam(None, float(10**decimals), type_=sa.Float())
+    half = sa.bindparam(None, 0.5, type_=sa.Float())
+    small = sa.bindparam(None, 2.0**48 / 10**decimals, type_=sa.Float())  # monitor.tasks.binary.ROUNDABLE
+    if sqlite:
+        y = column * scale + half
+        whole = sa.cast(y, sa.Integer)
+        floor = whole - sa.case((y < whole, 1), else_=0)
+        number = sa.and_(sa.func.typeof(column).in_(["integer", "real"]), sa.func.abs(column) < small)
+        return sa.case((number, floor / scale), else_=column)
+    y = sa.cast(column, sa.Double()) * scale + half
+    return sa.case((sa.func.abs(column) < small, sa.func.floor(y) / scale), else_=column)
+
+
+def count_keys(chunks: Iterable[pd.DataFrame]) -> pd.DataFrame:
+    """Each row's keys (the ungrouped :func:`count_statement`, in chunks of rows) counted as the
+    ``GROUP BY`` would: distinct combinations, NULL/NaN a value like any other, with their count
+    in :data:`WEIGHT`. Only one chunk and the combinations so far are held at a time."""
+    total: pd.DataFrame | None = None
+    for rows in chunks:
+        counted = (
+            rows.groupby(list(rows.columns), dropna=False, sort=False).size().rename(WEIGHT).reset_index()
+        )
+        if total is not None:
+            both = pd.concat([total, counted], ignore_index=True)
+            keys = [c for c in both.columns if c != WEIGHT]
+            counted = both.groupby(keys, dropna=False, sort=False)[WEIGHT].sum().reset_index()
+        total = counted
+    assert total is not None, "a read yields at least one chunk"
+    return total
+
+
+def _flags(source: sa.FromClause, flags: IndicatorFlags, index: int, sqlite: bool) -> list[sa.Label[Any]]:
+    """A 1/0 flag per column, and 1/0 in :func:`missing_column` when no column has a number.
+
+    (Two states per flag and one shared "missing" column keep the combinations few: a NULL
+    flag per missing value would multiply them.)
+    """
+    threshold = sa.bindparam(f"threshold_{index}", flags.threshold, type_=sa.Float())
+    missing = {c: _missing(source.c[c], sqlite) for c in flags.columns}
+    out = [
+        sa.case((sa.and_(sa.not_(missing[c]), source.c[c] >= threshold), 1), else_=0).label(c)
+        for c in flags.columns
+    ]
+    out.append(sa.case((sa.and_(*missing.values()), 1), else_=0).label(missing_column(index)))
+    return out
+
+
+def _missing(column: sa.ColumnElement[Any], sqlite: bool) -> sa.ColumnElement[bool]:
+    """No number: NULL, NaN (PostgreSQL and DuckDB order NaN above every number), or on SQLite a
+    stored value that is not a number."""
+    if sqlite:  # SQLite stores no NaN; text that a REAL column could not convert stays text
+        return sa.or_(column.is_(None), sa.func.typeof(column).not_in(["integer", "real"]))
+    nan = sa.bindparam(None, float("nan"), type_=sa.Float())
+    return sa.or_(column.is_(None), column == nan)
+
+
+def with_missing_flags(frame: pd.DataFrame, request: CountRequest, flagged: Collection[str]) -> pd.DataFrame:
+    """``frame`` with the flags of rows missing an indicator attribute set to NaN (as the rows'
+    own values are), and the "missing" columns dropped."""
+    frame = frame.copy()
+    for i, flags in enumerate(request.indicators):
+        if flags.attribute in flagged:
+            missing = frame.pop(missing_column(i)).to_numpy() == 1
+            for c in flags.columns:
+                frame[c] = np.where(missing, np.nan, frame[c].to_numpy(dtype=np.float64))
+    return frame
+
+
+def flaggable(request: CountRequest, numeric: Collection[str]) -> frozenset[str]:
+    """The indicator attributes whose columns are all of a numeric type: thresholded in the database."""
+    return frozenset(f.attribute for f in request.indicators if all(c in numeric for c in f.columns))
+
+
+def numeric_columns(table: sa.Table) -> frozenset[str]:
+    """The columns of a reflected table whose type holds numbers."""
+    return frozenset(c.name for c in table.columns if _holds_numbers(c.type))
+
+
+def _holds_numbers(sql_type: sa.types.TypeEngine[Any]) -> bool:
+    # Float is no Numeric subclass in every SQLAlchemy 2.x; a type's Python type says it in all
+    if isinstance(sql_type, sa.Boolean):
+        return False
+    try:
+        return issubclass(sql_type.python_type, int | float | Decimal)
+    except NotImplementedError:  # a dialect type without a Python equivalent
+        return False
+
+
+def ranges_of(spans: Sequence[tuple[datetime, datetime]]) -> tuple[tuple[datetime, datetime], ...]:
+    """Distinct ranges, in order."""
+    return tuple(dict.fromkeys(spans))
+
+
+def counted_batch(frame: pd.DataFrame, request: CountRequest, flagged: frozenset[str]) -> Batch:
+    """A count statement's result as a counted :class:`Batch`: indicator flags of rows missing the
+    attribute set to NaN, rows whose timestamp could not be read rejected (``timestamp_invalid``)."""
+    frame = with_missing_flags(frame, request, flagged)
+    rejected: Counter[str] = Counter()
+    if INVALID_TIMESTAMP in frame.columns:
+        invalid = frame[INVALID_TIMESTAMP].to_numpy() == 1
+        if invalid.any():
+            rejected["timestamp_invalid"] = int(frame.loc[invalid, WEIGHT].sum())
+        frame = frame.loc[~invalid].drop(columns=INVALID_TIMESTAMP).reset_index(drop=True)
+    return Batch(frame, rejected, counted=True, flagged=flagged)

@@ -1,2 +1,0 @@
-"""What people look at: charts and HTML blocks shared by the live page (``monitor.http``) and the
-report file (:mod:`monitor.report`), and the page's static assets (``static/``, package data)."""
