@@ -34,7 +34,7 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from monitor.cli.tables import print_table
+from monitor.cli.terminal import print_table
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_service import NOW, make_log

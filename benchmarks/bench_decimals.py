@@ -26,14 +26,14 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from monitor.cli.tables import print_table
+from monitor.cli.terminal import print_table
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_service import NOW, make_log
 
 from monitor.cli.demo.run import IDENTITIES
 from monitor.config import settings_from_dict
-from monitor.evaluation.evaluator import build_evaluators
+from monitor.evaluation.evaluators import build_evaluators
 
 START = NOW - timedelta(days=1)
 AUCS = ("subgroup_auc", "bpsn_auc", "bnsp_auc")

@@ -34,7 +34,7 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from monitor.cli.tables import print_table
+from monitor.cli.terminal import print_table
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_counts import _LAUNCHER
@@ -99,7 +99,7 @@ def write(family: str, rows: int, folder: Path) -> Path:
 
 def run_cli(config: Path, pythonpath: Path | None = None) -> dict[str, Any]:
     """One ``fairwatch evaluate`` in a fresh process: seconds, peak RSS (MB) and its JSON report."""
-    script = "from monitor.cli.commands import main; raise SystemExit(main())"
+    script = "from monitor.cli import main; raise SystemExit(main())"
     if pythonpath is not None:  # an editable install's import hook would win over PYTHONPATH: drop it
         script = (
             "import sys; sys.meta_path[:] = [f for f in sys.meta_path if not "
@@ -119,7 +119,7 @@ def run_cli(config: Path, pythonpath: Path | None = None) -> dict[str, Any]:
                 sys.executable,
                 "-c",
                 script.replace(
-                    "from monitor.cli.commands import main; raise SystemExit(main())",
+                    "from monitor.cli import main; raise SystemExit(main())",
                     "import monitor, json; print(json.dumps(monitor.__file__))",
                 ),
             ],

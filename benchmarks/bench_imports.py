@@ -24,7 +24,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from monitor.cli.tables import print_table
+from monitor.cli.terminal import print_table
 
 ROOT = Path(__file__).resolve().parent.parent
 HEAVY = ("sklearn", "scipy", "pandas", "sqlalchemy", "pyarrow", "apscheduler", "pydantic")
@@ -68,7 +68,7 @@ def main() -> None:
         ("baseline: import numpy", "import numpy"),
         ("import metrics_core", "import metrics_core"),
         ("import metrics_core; REGISTRY read", "import metrics_core as mc; mc.registry_as_dicts()"),
-        ("import monitor.cli.commands", "import monitor.cli.commands"),
+        ("import monitor.cli", "import monitor.cli"),
     ):
         times, heavy = [], []
         for _ in range(args.repeat):

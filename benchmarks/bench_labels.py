@@ -27,14 +27,14 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
-from monitor.cli.tables import print_table
+from monitor.cli.terminal import print_table
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_service import NOW, make_log
 
 from monitor.cli.demo.run import IDENTITIES
 from monitor.config import settings_from_dict
-from monitor.evaluation.evaluator import build_evaluators
+from monitor.evaluation.evaluators import build_evaluators
 
 START = NOW - timedelta(days=1)
 ISO = "%Y-%m-%dT%H:%M:%S.%f+00:00"

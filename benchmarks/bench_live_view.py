@@ -25,7 +25,7 @@ from rich.console import Console
 from rich.table import Table
 
 from metrics_core import MetricValue, metric_names
-from monitor.cli.tables import print_table
+from monitor.cli.terminal import print_table
 from monitor.evaluation.results import GroupStats, ModelEvaluation, WindowResult
 from monitor.http.live import LiveView
 from monitor.outputs.api import history_data

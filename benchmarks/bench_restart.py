@@ -27,7 +27,7 @@ from bench_ticks import FIRST_TICK, evaluator, make_log, sqlite_store, stores_po
 from rich.console import Console
 from rich.table import Table
 
-from monitor.cli.tables import print_table
+from monitor.cli.terminal import print_table
 
 
 def run(

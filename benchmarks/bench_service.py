@@ -26,9 +26,9 @@ from rich.console import Console
 from rich.table import Table
 
 from monitor.cli.demo.run import IDENTITIES, PREVALENCE
-from monitor.cli.tables import print_table
+from monitor.cli.terminal import print_table
 from monitor.config import settings_from_dict
-from monitor.evaluation.evaluator import build_evaluators
+from monitor.evaluation.evaluators import build_evaluators
 
 NOW = datetime(2026, 11, 22, tzinfo=UTC)
 

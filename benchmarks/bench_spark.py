@@ -36,7 +36,7 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from monitor.cli.tables import print_table
+from monitor.cli.terminal import print_table
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_counts import END, run_cli, values
@@ -61,7 +61,7 @@ _TICKS = """
 import json, sys, time
 from datetime import datetime
 from monitor.config import load_settings
-from monitor.evaluation.evaluator import build_evaluators
+from monitor.evaluation.evaluators import build_evaluators
 config, end, ticks = sys.argv[1], datetime.fromisoformat(sys.argv[2]), int(sys.argv[3])
 evaluator = next(iter(build_evaluators(load_settings(config)).values()))
 seconds = []

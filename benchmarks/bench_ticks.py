@@ -40,9 +40,10 @@ from rich.progress import track
 from rich.table import Table
 
 from monitor.cli.demo.run import IDENTITIES, PREVALENCE
-from monitor.cli.tables import print_table
+from monitor.cli.terminal import print_table
 from monitor.config import settings_from_dict
-from monitor.evaluation.evaluator import Evaluator, build_evaluators
+from monitor.evaluation.evaluator import Evaluator
+from monitor.evaluation.evaluators import build_evaluators
 from monitor.evaluation.results import ModelEvaluation
 
 FIRST_TICK = datetime(2026, 11, 22, 9, 17, 30, tzinfo=UTC)  # between pane boundaries

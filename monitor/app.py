@@ -31,7 +31,7 @@ from monitor import __version__
 from monitor.config import Settings
 from monitor.core.clock import Clock, SystemClock
 from monitor.core.errors import FairwatchError
-from monitor.evaluation.evaluator import build_evaluators
+from monitor.evaluation.evaluators import build_evaluators
 from monitor.http import LiveView, MetricsEndpoint, ServerHandle, make_app, serve
 from monitor.outputs.prometheus.collector import SnapshotCollector
 from monitor.service.alerting import AlertTracker
@@ -39,7 +39,7 @@ from monitor.service.history import History
 from monitor.service.notifiers import Notifier, build_notifiers
 from monitor.service.runner import Monitor
 from monitor.service.snapshot import Snapshot
-from monitor.sources import Source
+from monitor.sources.contract import Source
 
 __all__ = ["App", "build_app", "run_forever"]
 

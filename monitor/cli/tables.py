@@ -1,119 +1,137 @@
-"""Printing to a terminal or a pipe: tables that never cut a name, and a closed pipe that is no error.
-
-Rich fits a table to the console's width and, when the columns cannot all fit, cuts cells
-with an ellipsis - a metric name or a group included. Here a table is printed at least as
-wide as its names need: in a terminal at the terminal's width (wider only when the names
-do not fit), and into a pipe or file one row per line at its natural width, whatever
-``COLUMNS`` says, so that ``grep`` and ``head`` see whole rows. Rich writes no colour
-codes when the output is not a terminal.
-
-``fairwatch metrics | head`` closes the pipe while fairwatch still writes; that is how
-``head`` works, not a failure, so :func:`stdout_closed` quiets Python's late complaint.
-"""
+"""The tables fairwatch prints: judged values (``evaluate``, ``check``), power plans (``power``) and
+the metric registry (``metrics``), through :mod:`monitor.cli.terminal` so that no name is cut."""
 
 from __future__ import annotations
 
 import math
-import os
-import signal
-import sys
+from collections.abc import Mapping, Sequence
 
-from rich.cells import cell_len
-from rich.console import Console, JustifyMethod
-from rich.measure import Measurement
+from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from metrics_core import MetricValue
+import metrics_core as mc
+from monitor.cli.terminal import name_column, print_table, text_column
+from monitor.core.text import fair_range_text, state_text
+from monitor.evaluation.results import ModelEvaluation
+from monitor.outputs.power import PlanRow
 
-__all__ = [
-    "EXIT_BROKEN_PIPE",
-    "name_column",
-    "print_table",
-    "state_text",
-    "stdout_closed",
-    "stdout_console",
-    "text_column",
-]
+__all__ = ["print_evaluations", "print_metrics", "print_plans"]
 
-#: The exit status of a process that wrote into a closed pipe (killed by SIGPIPE, as ``cat`` would be).
-EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
-# wider than any table fairwatch prints: the measure of a table's natural width
-_UNBOUNDED = 100_000
-# the narrowest a column of wrapped text gets in a narrow terminal
-_WRAPPED_MIN = 6
+_STATE_STYLE = {"ok": "green", "inconclusive": "yellow", "violation": "bold red", "insufficient_data": "dim"}
 
 
-class _StdoutConsole(Console):
-    def on_broken_pipe(self) -> None:
-        raise BrokenPipeError  # to the command line's handler, which exits as a closed pipe should
+def fixed(x: float | None, digits: int = 3) -> str:
+    """A value in a column of values: fixed decimals, so that the column's points line up."""
+    if x is None or math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "+inf" if x > 0 else "-inf"
+    return f"{x:.{digits}f}"
 
 
-def stdout_console() -> Console:
-    """A console on stdout whose closed pipe ends the command quietly with :data:`EXIT_BROKEN_PIPE`
-    (rich's own answer is exit status 1)."""
-    return _StdoutConsole()
+def print_evaluations(
+    evaluations: Sequence[ModelEvaluation],
+    console: Console,
+    *,
+    min_samples: Mapping[str, int],
+    show_all: bool = False,
+) -> None:
+    """One table per model and window: each judged value with its interval, fair range and state
+    (informational values only with ``show_all``), then the model-level values and rejected rows."""
+    for ev in evaluations:
+        for w in ev.windows:
+            title = (
+                f"{ev.model} - window {w.window} [{w.start:%Y-%m-%d %H:%M}, {w.end:%Y-%m-%d %H:%M}) - "
+                f"{w.n_rows:,} rows, label coverage {fixed(w.label_coverage * 100, 1)}%"
+            )
+            table = Table(title=title, title_justify="left", header_style="bold")
+            for col in ("attribute", "group", "metric"):
+                name_column(table, col)
+            for col in ("value", "95% interval", "fair range", "state", "n"):
+                text_column(table, col, justify="right" if col in ("value", "n") else "left")
+            for v in sorted(w.values, key=lambda v: (v.attribute, v.group, v.metric)):
+                informational = math.isinf(v.fair_min) and math.isinf(v.fair_max)
+                if informational and not show_all:
+                    continue
+                style = _STATE_STYLE.get(v.state, "")
+                table.add_row(
+                    v.attribute,
+                    v.group,
+                    v.metric,
+                    fixed(v.value),
+                    f"[{fixed(v.ci_lower)}, {fixed(v.ci_upper)}]",
+                    fair_range_text(v.fair_min, v.fair_max),
+                    f"[{style}]{escape(state_text(v, min_samples[ev.model]))}[/]",
+                    f"{int(v.n_group):,}",
+                )
+            print_table(console, table)
+            if w.model_values:
+                summary = ", ".join(
+                    f"{m.metric}{'[' + m.attribute + ']' if m.attribute else ''}={fixed(m.value)}"
+                    for m in w.model_values
+                )
+                console.print(f"  model level: {summary}", highlight=False, soft_wrap=True)
+        if ev.rejected:
+            console.print(f"  rejected rows: {dict(ev.rejected)}", highlight=False, soft_wrap=True)
 
 
-def name_column(table: Table, header: str) -> None:
-    """A column of names (metrics, groups, models): never wrapped or cut."""
-    table.add_column(header, no_wrap=True, overflow="ignore")
+def print_plans(plans: Sequence[PlanRow], console: Console, *, power: float) -> None:
+    """One table per model: what each alert needs, sorted by the days it takes."""
+    for model in dict.fromkeys(p.model for p in plans):
+        rows = sorted((p for p in plans if p.model == model), key=lambda p: (p.metric, p.days, p.group))
+        windows = list(rows[0].detectable) if rows else []
+        table = Table(
+            title=f"{model}: rows and days to detect a departure with {power:.0%} power",
+            title_justify="left",
+            header_style="bold",
+        )
+        for col in ("attribute", "group", "metric"):
+            name_column(table, col)
+        for col in ("now", "bound", "detect", "rows needed", "rows now", "days"):
+            text_column(table, col, justify="right")
+        for w in windows:
+            text_column(table, f"detectable in {w}", justify="right")
+        for p in rows:
+            table.add_row(
+                p.attribute,
+                p.group,
+                p.metric,
+                f"{p.value:.3g}",
+                f"{p.bound:.3g}",
+                f"{p.departure:.3g}",
+                _rows(p.rows),
+                _rows(p.current_rows),
+                _days(p.days),
+                *(("-" if math.isnan(p.detectable[w]) else f"{p.detectable[w]:.3g}") for w in windows),
+            )
+        print_table(console, table)
+        notes = sorted({p.note for p in rows if p.note})
+        for note in notes:
+            console.print(f"  note: {note}", highlight=False, soft_wrap=True)
 
 
-def text_column(table: Table, header: str, *, justify: JustifyMethod = "left") -> None:
-    """A column of values or prose: wrapped at spaces, a long word folded, never cut."""
-    table.add_column(header, overflow="fold", justify=justify)
+def print_metrics(console: Console) -> None:
+    """The metric registry: each metric's family, ideal, default fair range, interval and meaning."""
+    table = Table(title="fairwatch metrics", header_style="bold")
+    name_column(table, "metric")
+    for col in ("family", "ideal", "fair range", "interval", "meaning"):
+        text_column(table, col)
+    for m in mc.REGISTRY.values():
+        fair = "informational" if m.fair_range is None else m.fair_range.describe()
+        table.add_row(
+            m.name, m.family, "" if m.ideal is None else f"{m.ideal:g}", fair, m.interval, m.meaning
+        )
+    print_table(console, table)
 
 
-def print_table(console: Console, table: Table) -> None:
-    """Print ``table`` without cutting the cells of its no-wrap (name) columns."""
-    if console.is_terminal:  # the terminal's width, unless the names need more
-        width = max(console.width, _names_width(table))
-    else:  # one row per line
-        width = Measurement.get(console, console.options.update(max_width=_UNBOUNDED), table).maximum
-    kept = console.width
-    console.width = width  # Console.print(width=) can only narrow
-    try:
-        console.print(table)
-    finally:
-        console.width = kept
+def _rows(x: float) -> str:
+    return "out of reach" if not math.isfinite(x) else f"{x:,.0f}"
 
 
-def _names_width(table: Table) -> int:
-    """The width at which the name columns fit whole and every other column keeps a few characters
-    to wrap its text in."""
-    width = len(table.columns) + 1  # borders
-    for column in table.columns:
-        if column.no_wrap:
-            cells = [column.header, *column.cells]
-            width += max(cell_len(c) if isinstance(c, str) else 1 for c in cells)
-        else:
-            width += _WRAPPED_MIN
-        width += 2  # padding
-    return width
-
-
-def state_text(value: MetricValue, min_samples: float | None = None) -> str:
-    """A value's state with its reason: why a value is ``insufficient_data`` is never left out.
-
-    A NaN value carries the reason it is undefined; a defined one is insufficient when its
-    support (the smallest denominator it depends on) is below ``min_samples``.
-    """
-    if value.state != "insufficient_data":
-        return value.state
-    if value.reason:
-        return f"{value.state} ({value.reason})"
-    if math.isfinite(value.support):
-        bound = "" if min_samples is None else f" < min_samples {min_samples:g}"
-        return f"{value.state} (support {value.support:g}{bound})"
-    return value.state
-
-
-def stdout_closed() -> int:
-    """After a :class:`BrokenPipeError` on stdout: point stdout at the null device, so that the
-    interpreter's final flush does not fail again, and return the exit status."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):  # stdout is no file (an in-process caller's buffer)
-        pass
-    return EXIT_BROKEN_PIPE
+def _days(x: float) -> str:
+    if math.isnan(x):
+        return "no traffic"
+    if not math.isfinite(x):
+        return "never"
+    return f"{x:,.1f}" if x < 100 else f"{x:,.0f}"

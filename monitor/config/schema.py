@@ -7,7 +7,6 @@ Durations are written ``90s``, ``5m``, ``24h``, ``7d``, ``800d`` or ``1w``. What
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 from datetime import timedelta
@@ -28,6 +27,7 @@ from pydantic import (
 from metrics_core import get_metric
 from metrics_core.stats.judge import DEFAULT_MIN_SAMPLES
 from monitor.core.secrets import check_url, url_secrets
+from monitor.core.times import parse_duration
 from monitor.tasks import TASKS, TaskName, TaskOptions
 
 __all__ = [
@@ -46,35 +46,6 @@ __all__ = [
     "WindowConfig",
     "parse_duration",
 ]
-
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)?\s*$")
-_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, None: 1}
-
-
-def parse_duration(value: Any) -> timedelta:
-    """``"90s"``, ``"5m"``, ``"24h"``, ``"800d"``, a number of seconds, or a timedelta.
-
-    >>> parse_duration("5m"), parse_duration("800d").days, parse_duration(90)
-    (datetime.timedelta(seconds=300), 800, datetime.timedelta(seconds=90))
-    """
-    if isinstance(value, timedelta):
-        return value
-    if isinstance(value, bool):
-        raise ValueError(f"not a duration: {value!r}")
-    if isinstance(value, int | float):
-        seconds = float(value)
-    else:
-        match = _DURATION.match(str(value))
-        if not match:
-            raise ValueError(f"not a duration: {value!r} (write e.g. 90s, 5m, 24h, 7d)")
-        seconds = float(match.group(1)) * _UNITS[match.group(2)]
-    if not math.isfinite(seconds) or seconds < 0:
-        raise ValueError(f"a duration must be finite and non-negative, got {value!r}")
-    try:
-        return timedelta(seconds=seconds)
-    except OverflowError:  # beyond timedelta's 999,999,999 days (pydantic passes only ValueError on)
-        raise ValueError(f"a duration must be at most {timedelta.max.days:,} days, got {value!r}") from None
-
 
 Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
 

@@ -16,10 +16,11 @@ from :data:`monitor.tasks.TASKS`.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from types import MappingProxyType
+from typing import Self
 
 import numpy as np
 import pandas as pd
@@ -27,12 +28,12 @@ import pandas as pd
 import metrics_core as mc
 from metrics_core.engine.adjust import Adjustment
 from metrics_core.stats.contrasts import Method
-from monitor.config import ModelConfig, Settings
+from monitor.config import ModelConfig
 from monitor.core.errors import ConfigError
 from monitor.evaluation.attributes import attributes
 from monitor.evaluation.results import GroupStats, ModelEvaluation, WindowResult
 from monitor.reading.frame import (
-    TIMESTAMP,
+    WindowMasks,
     clean_rows,
     columns_for_frame,
     count_rows,
@@ -40,15 +41,13 @@ from monitor.reading.frame import (
     task_data,
     weights,
 )
-from monitor.reading.label_join import join_labels
 from monitor.reading.pane_store import PaneStore
-from monitor.reading.panes import Panes, PanesRead
-from monitor.reading.plan import count_request, counts_suffice, label_join
-from monitor.sources import Batch, CountingSource, Source, build_source
-from monitor.sources.count_sql import CountRequest, range_column
+from monitor.reading.panes import Panes
+from monitor.reading.plan import ReadPlan
+from monitor.sources.contract import Source
 from monitor.tasks import TASKS, WindowRequest, metrics_for
 
-__all__ = ["Evaluator", "build_evaluators"]
+__all__ = ["Evaluator"]
 
 
 @dataclass(frozen=True)
@@ -82,10 +81,26 @@ class Evaluator:
         self.adjust = adjust
         self.method = method
         self.options = model.options.evaluate_kwargs()  # files named by options are read once, now
-        self.panes = (
-            Panes(model.panes, model.label_delay, model.name, pane_store) if model.panes.enabled else None
-        )
+        panes = Panes(model.panes, model.label_delay, model.name, pane_store) if model.panes.enabled else None
+        self.plan = ReadPlan(model, source, label_source, panes)  # rows, counts or panes: decided once
         self._progress = progress or (lambda _msg: None)
+
+    @property
+    def panes(self) -> Panes | None:
+        """The sealed panes its counts are read through, if its reads use them."""
+        return self.plan.panes
+
+    def close(self) -> None:
+        """Close its sources (a source closed twice is closed once)."""
+        self.source.close()
+        if self.label_source is not None and self.label_source is not self.source:
+            self.label_source.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def spans(self, now: datetime) -> list[_Span]:
         d = self.model.label_delay
@@ -118,13 +133,13 @@ class Evaluator:
         ranges = tuple(
             dict.fromkeys(r for s in spans for r in ((s.start, s.end), (s.label_start, s.label_end)))
         )
-        counted = self._read_counts(ranges, read_start, read_end, None if explicit else now)
-        batch = counted.batch if counted is not None else self._read(read_start, read_end)
+        read = self.plan.read(ranges, read_start, read_end, None if explicit else now)
+        batch = read.batch
         model = columns_for_frame(self.model, batch.frame)
         frame, rejected = clean_rows(batch.frame, model, counted=batch.counted)
         rejected.update(batch.rejected)
         t1 = time.perf_counter()
-        within = _Ranges(frame, ranges if batch.counted else None)
+        within = WindowMasks(frame, ranges if batch.counted else None)
         windows = []
         for span in spans:
             self._progress(f"computing {self.model.name} window {span.name}")
@@ -140,55 +155,17 @@ class Evaluator:
             skipped_files=batch.skipped_files,
             read_seconds=t1 - t0,
             compute_seconds=t2 - t1,
-            late_rows=counted.late_rows if counted is not None else 0,
-            pieces_read=counted.pieces_read if counted is not None else None,
+            late_rows=read.late_rows,
+            pieces_read=read.pieces_read,
         )
 
-    def _read_counts(
-        self,
-        ranges: tuple[tuple[datetime, datetime], ...],
-        start: datetime,
-        end: datetime,
-        now: datetime | None,
-    ) -> PanesRead | None:
-        """The window's rows counted by the database, where the task and the source allow it:
-        through the sealed panes at a scheduled ``now`` (``None``: an explicit range, read whole)."""
-        source, labels_source = self.source, self.label_source
-        if not isinstance(source, CountingSource) or not counts_suffice(self.model, source, labels_source):
-            return None
-        labels = label_join(self.model, source, labels_source)
-        request = count_request(self.model, ranges, labels)
-        # panes keep counts by label: a label joined from its own table may still arrive after sealing
-        if (
-            self.panes is not None
-            and now is not None
-            and labels is None
-            and (source.narrow_reads or self.panes.resumable(request))
-        ):
-            through_panes = self.panes.read(source, request, start, end, now)
-            if through_panes is not None:
-                return through_panes
-        batch = source.read_counts(request, start, end)
-        if batch is not None and labels is not None:
-            assert isinstance(labels_source, CountingSource) and self.model.labels is not None
-            arrival = self.model.labels.columns.timestamp
-            assert arrival is not None, "joins_labels_of requires arrival times"
-            # the label rows the row path rejects (arrival times it cannot read), counted alike
-            arrived = labels_source.read_counts(CountRequest(arrival, (), (), ((start, end),)), start, end)
-            if arrived is None:
-                return None
-            batch.rejected.update(arrived.rejected)
-        return None if batch is None else PanesRead(batch, late_rows=0, pieces_read=None)
-
-    def _read(self, start: datetime, end: datetime) -> Batch:
-        batch = self.source.read(start, end)
-        if self.label_source is None:
-            return batch
-        # only labels that have arrived by `end` (a label table with arrival times is read up to now)
-        return join_labels(batch, self.label_source.read(start, end), self.model)
-
     def _window(
-        self, frame: pd.DataFrame, span: _Span, model: ModelConfig, within: _Ranges, flagged: frozenset[str]
+        self,
+        frame: pd.DataFrame,
+        span: _Span,
+        model: ModelConfig,
+        within: WindowMasks,
+        flagged: frozenset[str],
     ) -> WindowResult:
         """One window; ``model`` has the columns this evaluation's log has (see ``columns_for_frame``)."""
         outcome = frame.loc[within(span.start, span.end)]
@@ -300,80 +277,8 @@ class Evaluator:
         return stats
 
 
-class _Ranges:
-    """Which entries of the canonical frame lie in a time range: from the timestamps of rows, or
-    from the 0/1 range columns of a counted frame."""
-
-    def __init__(self, frame: pd.DataFrame, counted: tuple[tuple[datetime, datetime], ...] | None) -> None:
-        self._frame = frame
-        self._counted = counted
-
-    def __call__(self, start: datetime, end: datetime) -> np.ndarray:
-        if self._counted is not None:
-            column = range_column(self._counted.index((start, end)))
-            inside: np.ndarray = self._frame[column].to_numpy() == 1
-            return inside
-        ts = self._frame[TIMESTAMP]
-        return np.asarray((ts >= start) & (ts < end))
-
-
 def _dedupe_model_values(values: list[mc.ModelValue]) -> list[mc.ModelValue]:
     seen: dict[tuple[str, str], mc.ModelValue] = {}
     for v in values:
         seen.setdefault((v.metric, v.attribute), v)
     return list(seen.values())
-
-
-def build_evaluators(
-    settings: Settings,
-    *,
-    memory_sources: Mapping[str, Source] | None = None,
-    progress: Callable[[str], None] | None = None,
-    persist_panes: bool = False,
-) -> dict[str, Evaluator]:
-    """An :class:`Evaluator` per configured model (sources are created, not yet read).
-
-    ``persist_panes``: models with ``panes.directory`` keep their sealed panes there too (the
-    service; one-off commands keep them in memory, so they never touch the service's files). A
-    folder that cannot be written is a :class:`~monitor.core.errors.ConfigError`.
-    """
-    out: dict[str, Evaluator] = {}
-    try:
-        for i, model in enumerate(settings.models):
-            store = None
-            if persist_panes and model.panes.enabled and model.panes.directory:
-                key = f"models[{i}].panes.directory"
-                store = PaneStore.open(model.panes.directory, model.name, model.source, key)
-            out[model.name] = _evaluator(model, settings, memory_sources, progress, store)
-    except BaseException:  # a later model failed: close the sources already built, then raise
-        for built in out.values():
-            built.source.close()
-            if built.label_source is not None:
-                built.label_source.close()
-        raise
-    return out
-
-
-def _evaluator(
-    model: ModelConfig,
-    settings: Settings,
-    memory: Mapping[str, Source] | None,
-    progress: Callable[[str], None] | None,
-    pane_store: PaneStore | None = None,
-) -> Evaluator:
-    source = build_source(model.source, timestamp_column=model.columns.timestamp, memory=memory)
-    label_source = None
-    if model.labels is not None:
-        label_source = build_source(
-            model.labels.source, timestamp_column=model.labels.columns.timestamp, memory=memory
-        )
-    return Evaluator(
-        model,
-        source,
-        label_source,
-        confidence=settings.alerts.confidence,
-        adjust=settings.alerts.adjust,
-        method=settings.alerts.method,
-        progress=progress,
-        pane_store=pane_store,
-    )

@@ -21,13 +21,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
-from rich.console import Console
-from rich.table import Table
-
 import metrics_core as mc
 from metrics_core.stats.contrasts import Method
 from metrics_core.stats.power import Plan, detectable, rows_needed
-from monitor.cli.tables import name_column, print_table, text_column
 from monitor.config import ModelConfig, Settings
 from monitor.core.errors import ConfigError
 from monitor.evaluation.results import ModelEvaluation, WindowResult
@@ -38,7 +34,6 @@ __all__ = [
     "parse_effects",
     "plan_model",
     "plans_as_rows",
-    "print_plans",
     "with_planning_rates",
 ]
 
@@ -281,50 +276,3 @@ def parse_effects(effects: Sequence[str]) -> dict[str, float]:
                 f"--effect {text!r}: {spec.name} cannot be planned (not a contrast of rates or an AUC)"
             )
     return out
-
-
-def _fmt_rows(x: float) -> str:
-    return "out of reach" if not math.isfinite(x) else f"{x:,.0f}"
-
-
-def _fmt_days(x: float) -> str:
-    if math.isnan(x):
-        return "no traffic"
-    if not math.isfinite(x):
-        return "never"
-    return f"{x:,.1f}" if x < 100 else f"{x:,.0f}"
-
-
-def print_plans(plans: Sequence[PlanRow], console: Console, *, power: float) -> None:
-    """One table per model: what each alert needs, sorted by the days it takes."""
-    for model in dict.fromkeys(p.model for p in plans):
-        rows = sorted((p for p in plans if p.model == model), key=lambda p: (p.metric, p.days, p.group))
-        windows = list(rows[0].detectable) if rows else []
-        table = Table(
-            title=f"{model}: rows and days to detect a departure with {power:.0%} power",
-            title_justify="left",
-            header_style="bold",
-        )
-        for col in ("attribute", "group", "metric"):
-            name_column(table, col)
-        for col in ("now", "bound", "detect", "rows needed", "rows now", "days"):
-            text_column(table, col, justify="right")
-        for w in windows:
-            text_column(table, f"detectable in {w}", justify="right")
-        for p in rows:
-            table.add_row(
-                p.attribute,
-                p.group,
-                p.metric,
-                f"{p.value:.3g}",
-                f"{p.bound:.3g}",
-                f"{p.departure:.3g}",
-                _fmt_rows(p.rows),
-                _fmt_rows(p.current_rows),
-                _fmt_days(p.days),
-                *(("-" if math.isnan(p.detectable[w]) else f"{p.detectable[w]:.3g}") for w in windows),
-            )
-        print_table(console, table)
-        notes = sorted({p.note for p in rows if p.note})
-        for note in notes:
-            console.print(f"  note: {note}", highlight=False, soft_wrap=True)

@@ -11,19 +11,21 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
+from datetime import datetime
 
 import numpy as np
 import pandas as pd
 
 from monitor.config import GroupConfig, ModelConfig
 from monitor.core.errors import SourceError
-from monitor.sources.count_sql import RANGE_PREFIX, WEIGHT
+from monitor.sources.contract import RANGE_PREFIX, WEIGHT, range_column
 from monitor.tasks import TASKS, Rows
 from monitor.tasks.base import InputArray
 
 __all__ = [
     "INPUT_PREFIX",
     "TIMESTAMP",
+    "WindowMasks",
     "clean_rows",
     "columns_for_frame",
     "count_rows",
@@ -161,3 +163,20 @@ def _input_columns(inputs: dict[str, InputArray]) -> dict[str, InputArray]:
         else:
             out[INPUT_PREFIX + name] = values
     return out
+
+
+class WindowMasks:
+    """Which entries of the canonical frame lie in a time range: from the timestamps of rows, or
+    from the 0/1 range columns of a counted frame."""
+
+    def __init__(self, frame: pd.DataFrame, counted: tuple[tuple[datetime, datetime], ...] | None) -> None:
+        self._frame = frame
+        self._counted = counted
+
+    def __call__(self, start: datetime, end: datetime) -> np.ndarray:
+        if self._counted is not None:
+            column = range_column(self._counted.index((start, end)))
+            inside: np.ndarray = self._frame[column].to_numpy() == 1
+            return inside
+        ts = self._frame[TIMESTAMP]
+        return np.asarray((ts >= start) & (ts < end))

@@ -8,7 +8,7 @@ import pandas as pd
 
 from monitor.config import ModelConfig
 from monitor.core.errors import SourceError
-from monitor.sources import Batch
+from monitor.sources.contract import Batch
 
 __all__ = ["join_labels"]
 

@@ -49,7 +49,7 @@ import pyarrow as pa
 from monitor.config import SourceConfig
 from monitor.core.errors import ConfigError
 from monitor.core.secrets import mask_url
-from monitor.sources.count_sql import WEIGHT, CountRequest
+from monitor.sources.contract import WEIGHT, CountRequest
 
 __all__ = ["FORMAT", "PaneStore", "StoredPane", "fingerprint", "folder_name"]
 

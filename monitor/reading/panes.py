@@ -40,9 +40,7 @@ import pandas as pd
 
 from monitor.config import PanesConfig
 from monitor.reading.pane_store import PaneStore
-from monitor.sources import Batch, CountingSource
-from monitor.sources.contract import WEIGHT
-from monitor.sources.count_sql import CountRequest, range_column
+from monitor.sources.contract import WEIGHT, Batch, CountingSource, CountRequest, range_column
 
 __all__ = ["Panes", "PanesRead"]
 

@@ -1,48 +1,137 @@
-"""Which evaluations the database may count instead of returning rows, and what it counts.
+"""How a model's windows leave its sources, decided once per model: its read plan.
 
-A model's windows can be computed from counts (:mod:`monitor.sources.count_sql`) when its task's
-statistics are counts - the binary task (every metric comes from a score table, which counts
-rows by score, label and group) and the multiclass task (confusion counts by predicted class,
-true class and group) - and its labels come with its predictions, or from a label table the
-database can join (:meth:`~monitor.sources.sql.source.SqlSource.joins_labels_of`); other label sources
-are joined row by row, in Python. Everything else reads rows.
+A model's windows are computed from *counts* when its task's statistics are counts - the binary
+task (every metric comes from a score table, which counts rows by score, label and group) and the
+multiclass task (confusion counts by predicted class, true class and group) - and its source can
+count (:class:`~monitor.sources.contract.CountingSource`: a database, DuckDB over files, Spark).
+The source then returns the windows' distinct combinations of the columns the task reads with a
+row count each, and the values are exactly those of reading every row. Labels kept in their own
+table are joined by the database while it counts when both tables are in one database
+(:meth:`~monitor.sources.contract.LabelJoiningSource.bind_labels`); other label sources are joined
+row by row, in Python, so their models read rows. A scheduled evaluation of a model with ``panes``
+reads its counts through the sealed panes (:mod:`monitor.reading.panes`): only what can still
+change. Everything else reads rows.
+
+All of that depends only on the config and the pair of sources, so :class:`ReadPlan` decides it
+when a model's evaluator is built; a tick only calls :meth:`ReadPlan.read`.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import Literal
 
 from monitor.config import ModelConfig
-from monitor.sources import Source
-from monitor.sources.count_sql import CountRequest, IndicatorFlags, LabelJoin
+from monitor.reading.label_join import join_labels
+from monitor.reading.panes import Panes
+from monitor.sources.contract import (
+    Batch,
+    CountingSource,
+    CountRequest,
+    IndicatorFlags,
+    LabelJoin,
+    LabelJoiningSource,
+    Source,
+)
 from monitor.tasks import TASKS
 
-__all__ = ["count_request", "counts_suffice", "label_join"]
+__all__ = ["COUNTED_TASKS", "ReadPlan", "WindowsRead", "count_request"]
 
 #: Tasks whose every statistic is a count of rows by the columns the task reads.
 COUNTED_TASKS = frozenset({"binary", "multiclass"})
 
 
-def counts_suffice(model: ModelConfig, source: Source, label_source: Source | None) -> bool:
-    return model.task in COUNTED_TASKS and (
-        label_source is None or label_join(model, source, label_source) is not None
-    )
+@dataclass(frozen=True)
+class WindowsRead:
+    """What one read of a model's windows returned: rows, or counted combinations."""
+
+    batch: Batch
+    late_rows: int = 0  # rows found in sealed panes since they were kept
+    pieces_read: int | None = None  # statements sent for fresh pieces and new panes (None: one whole read)
 
 
-def label_join(model: ModelConfig, source: Source, label_source: Source | None) -> LabelJoin | None:
-    """How the database joins ``model``'s labels, when both tables are in one database."""
-    joins = getattr(source, "joins_labels_of", None)
-    if model.labels is None or label_source is None or joins is None or not joins(label_source):
-        return None
-    columns = model.labels.columns
-    return LabelJoin(
-        label_source,
-        columns.id,
-        columns.label,
-        model.labels.join_on or model.columns.id,
-        model.columns.label or "label",
-    )
+class ReadPlan:
+    """How one model's windows are read: ``rows``, ``counts``, or counts through sealed ``panes``.
+
+    ``panes`` are used only for counts whose labels come with the predictions: a label joined from
+    its own table may still arrive after a pane was sealed.
+    """
+
+    def __init__(
+        self,
+        model: ModelConfig,
+        source: Source,
+        label_source: Source | None = None,
+        panes: Panes | None = None,
+    ) -> None:
+        self.model = model
+        self.source = source
+        self.label_source = label_source
+        labels = self._label_join()
+        counts = (
+            model.task in COUNTED_TASKS
+            and isinstance(source, CountingSource)
+            and (label_source is None or labels is not None)
+        )
+        self._counting = source if counts and isinstance(source, CountingSource) else None
+        self._shape = count_request(model, (), labels) if self._counting is not None else None
+        self.panes = panes if self._counting is not None and labels is None else None
+
+    @property
+    def kind(self) -> Literal["rows", "counts", "panes"]:
+        return "rows" if self._counting is None else "counts" if self.panes is None else "panes"
+
+    def read(
+        self,
+        ranges: tuple[tuple[datetime, datetime], ...],
+        start: datetime,
+        end: datetime,
+        now: datetime | None,
+    ) -> WindowsRead:
+        """``[start, end)``, with the 0/1 columns of ``ranges`` where counted: through the sealed panes
+        at a scheduled ``now`` (``None``: an explicit range, read whole). A source that cannot count
+        this time (its timestamps are of a form it cannot filter exactly, a column is missing) is
+        read as rows; so are the panes' reads they cannot serve."""
+        if self._counting is not None and self._shape is not None:
+            request = replace(self._shape, ranges=ranges)
+            source = self._counting
+            if (
+                self.panes is not None
+                and now is not None
+                and (source.narrow_reads or self.panes.resumable(request))
+            ):
+                through_panes = self.panes.read(source, request, start, end, now)
+                if through_panes is not None:
+                    return WindowsRead(
+                        through_panes.batch, through_panes.late_rows, through_panes.pieces_read
+                    )
+            batch = source.read_counts(request, start, end)
+            if batch is not None:
+                return WindowsRead(batch)
+        return WindowsRead(self._read_rows(start, end))
+
+    def _read_rows(self, start: datetime, end: datetime) -> Batch:
+        batch = self.source.read(start, end)
+        if self.label_source is None:
+            return batch
+        # only labels that have arrived by `end` (a label table with arrival times is read up to now)
+        return join_labels(batch, self.label_source.read(start, end), self.model)
+
+    def _label_join(self) -> LabelJoin | None:
+        """How the database joins the model's labels, when the source can join its label source."""
+        labels, source = self.model.labels, self.source
+        if labels is None or self.label_source is None or self.model.task not in COUNTED_TASKS:
+            return None
+        if not isinstance(source, LabelJoiningSource) or not source.bind_labels(self.label_source):
+            return None
+        return LabelJoin(
+            labels.columns.id,
+            labels.columns.label,
+            labels.join_on or self.model.columns.id,
+            self.model.columns.label or "label",
+        )
 
 
 def count_request(

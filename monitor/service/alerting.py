@@ -41,6 +41,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from metrics_core import MetricValue, get_metric
+from monitor.core.text import fair_range_text, number
 from monitor.evaluation.results import ModelEvaluation
 from monitor.service.snapshot import ActiveAlert
 
@@ -50,7 +51,6 @@ __all__ = [
     "AlertUpdate",
     "alert_description",
     "alert_summary",
-    "fair_range_text",
     "runbook_link",
 ]
 
@@ -308,30 +308,8 @@ def alert_description(value: MetricValue, *, confidence: float) -> str:
     )
 
 
-def fair_range_text(fair_min: float, fair_max: float) -> str:
-    """``[0.8, 1.25]``, ``at least 0.83`` or ``at most 0.1`` when one side is unbounded.
-
-    >>> fair_range_text(0.8, 1.25), fair_range_text(0.83, float("inf")), fair_range_text(-math.inf, 0.1)
-    ('[0.8, 1.25]', 'at least 0.83', 'at most 0.1')
-    """
-    low = not math.isnan(fair_min) and fair_min != -math.inf
-    high = not math.isnan(fair_max) and fair_max != math.inf
-    if low and high:
-        return f"[{_number(fair_min)}, {_number(fair_max)}]"
-    if low:
-        return f"at least {_number(fair_min)}"
-    if high:
-        return f"at most {_number(fair_max)}"
-    return "unbounded"
-
-
 def _number(x: float) -> str:
-    """Three significant digits: enough to read against a fair range, short enough for a pager."""
-    if math.isnan(x):
-        return "undefined"
-    if math.isinf(x):
-        return "+inf" if x > 0 else "-inf"
-    return f"{x:.3g}" if abs(x) < 1000 else f"{x:,.0f}"
+    return number(x, nan="undefined")
 
 
 def _rows(n: float) -> str:

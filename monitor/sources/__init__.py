@@ -1,36 +1,55 @@
-"""Prediction and label sources, chosen by the ``kind:`` of a source config."""
+"""Prediction and label sources, chosen by the ``kind:`` of a source config.
+
+Each kind is a sub-package that imports only the contract (:mod:`~monitor.sources.contract`),
+the shared frame helpers (:mod:`~monitor.sources.frames`) and the count statement
+(:mod:`~monitor.sources.count_sql`), never another kind; :data:`KINDS` names the class of each,
+imported only when a config uses it (Spark's and DuckDB's libraries load only for their kinds).
+"""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
+from types import MappingProxyType
 
 from monitor.config import SourceConfig
 from monitor.core.errors import ConfigError
-from monitor.sources.contract import Batch, CountingSource, Source, normalize_timestamps
+from monitor.sources.contract import Batch, CountingSource, LabelJoiningSource, Source
+from monitor.sources.frames import normalize_timestamps
 from monitor.sources.memory import MemorySource
 
-__all__ = ["Batch", "CountingSource", "MemorySource", "Source", "build_source", "normalize_timestamps"]
+__all__ = [
+    "KINDS",
+    "Batch",
+    "CountingSource",
+    "LabelJoiningSource",
+    "MemorySource",
+    "Source",
+    "build_source",
+    "normalize_timestamps",
+]
+
+#: ``kind:`` -> the class that reads it, as ``module:class`` (``memory`` sources are registered, not built).
+KINDS: Mapping[str, str] = MappingProxyType(
+    {
+        "sql": "monitor.sources.sql.source:SqlSource",
+        "files": "monitor.sources.files.source:FileSource",
+        "spark": "monitor.sources.spark.source:SparkSource",
+    }
+)
 
 
 def build_source(
     config: SourceConfig, *, timestamp_column: str | None, memory: Mapping[str, Source] | None = None
 ) -> Source:
     """The source a config describes. ``timestamp_column=None`` reads without a time filter."""
-    if config.kind == "sql":
-        from monitor.sources.sql.source import SqlSource
-
-        return SqlSource(config, timestamp_column=timestamp_column)
-    if config.kind == "files":
-        from monitor.sources.files.source import FileSource
-
-        return FileSource(config, timestamp_column=timestamp_column)
-    if config.kind == "spark":
-        from monitor.sources.spark.source import SparkSource
-
-        return SparkSource(config, timestamp_column=timestamp_column)
     if config.kind == "memory":
         name = config.name or "default"
         if memory is None or name not in memory:
             raise ConfigError(f"source.name: no in-memory source named {name!r} was registered")
         return memory[name]
-    raise ConfigError(f"source.kind: unknown kind {config.kind!r}")
+    if config.kind not in KINDS:
+        raise ConfigError(f"source.kind: unknown kind {config.kind!r}")
+    module, _, name = KINDS[config.kind].partition(":")
+    source: Source = getattr(importlib.import_module(module), name)(config, timestamp_column=timestamp_column)
+    return source

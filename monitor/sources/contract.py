@@ -1,30 +1,52 @@
-"""The source contract: a window of rows by event time.
+"""The source contract: what every kind of source promises, and the data that crosses the boundary.
 
-A source returns every logged row whose event timestamp lies in ``[start, end)``, with
-the log's own column names, and the timestamp column converted to timezone-aware UTC
-``datetime64``. Rows whose timestamp cannot be parsed are dropped and counted in
-``rejected`` (reason ``timestamp_invalid``), never fatal. A file that cannot be parsed
-(half written, corrupt) is skipped and named in ``skipped_files``; the next read tries it
-again. A source that cannot be read at all raises :class:`~monitor.core.errors.SourceError`.
+A source returns every logged row whose event timestamp lies in ``[start, end)``, with the log's
+own column names and the timestamp column converted to timezone-aware UTC ``datetime64``
+(:meth:`Source.read`). Rows whose timestamp cannot be parsed are dropped and counted in
+``rejected`` (reason ``timestamp_invalid``), never fatal. A file that cannot be parsed (half
+written, corrupt) is skipped and named in ``skipped_files``; the next read tries it again. A
+source that cannot be read at all raises :class:`~monitor.core.errors.SourceError`.
+
+A source that can count (:class:`CountingSource`: a database's ``GROUP BY``, DuckDB over files,
+Spark) answers a :class:`CountRequest` with the window's distinct combinations of the requested
+columns and a row count each - a *counted* :class:`Batch`, whose columns are named here: the count
+in :data:`WEIGHT`, each time range as a 0/1 column (:func:`range_column`), an indicator
+attribute's "no value" flag (:func:`missing_column`) and unreadable timestamps
+(:data:`INVALID_TIMESTAMP`). Everything here is plain data; the helpers every source kind uses on
+its frames are in :mod:`monitor.sources.frames`, the SQL they count with in
+:mod:`monitor.sources.count_sql`.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from collections.abc import Collection
+from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
-import numpy as np
 import pandas as pd
 
-if TYPE_CHECKING:
-    from monitor.sources.count_sql import CountRequest
-
-__all__ = ["WEIGHT", "Batch", "CountingSource", "Source", "normalize_timestamps"]
+__all__ = [
+    "INVALID_TIMESTAMP",
+    "RANGE_PREFIX",
+    "WEIGHT",
+    "Batch",
+    "CountRequest",
+    "CountingSource",
+    "IndicatorFlags",
+    "LabelJoin",
+    "LabelJoiningSource",
+    "Source",
+    "missing_column",
+    "range_column",
+]
 
 #: The column of a counted batch holding each combination's row count.
 WEIGHT = "__rows"
+
+#: 1 for rows whose stored timestamp the database cannot read as an instant (SQLite text).
+INVALID_TIMESTAMP = "__ts_invalid"
 
 
 @dataclass
@@ -45,6 +67,71 @@ class Batch:
         if self.counted:
             return int(self.frame[WEIGHT].sum())
         return len(self.frame)
+
+
+@dataclass(frozen=True)
+class IndicatorFlags:
+    """An indicator attribute's columns, thresholded into flags by the database."""
+
+    attribute: str
+    columns: tuple[str, ...]
+    threshold: float
+
+
+@dataclass(frozen=True)
+class LabelJoin:
+    """Labels kept in their own table of the same database, joined by the database while it counts:
+    each prediction gets the latest label of its id that arrived in the read range, where it has
+    no label of its own (what :func:`monitor.reading.label_join.join_labels` does with rows). The
+    label source itself was bound to the counting source once (:meth:`LabelJoiningSource.bind_labels`)."""
+
+    id: str  # the label table's id column
+    label: str  # the label table's label column
+    join_on: str  # the prediction log's id column
+    column: str  # the model's label column in the counted result
+
+
+@dataclass(frozen=True)
+class CountRequest:
+    """The columns an evaluation needs counted, and the time ranges of its windows."""
+
+    timestamp: str
+    columns: tuple[str, ...]  # grouped by as stored
+    indicators: tuple[IndicatorFlags, ...]  # grouped by as flags (where the columns are numeric)
+    ranges: tuple[tuple[datetime, datetime], ...]
+    optional: tuple[str, ...] = ()  # columns the log may lack (then not counted by)
+    score: str | None = None  # the score column, rounded to score_decimals where it holds numbers
+    score_decimals: int | None = None
+    labels: LabelJoin | None = None  # labels joined from their own table
+    # How the evaluation reads the columns, for sources that store every value as text (CSV):
+    texts: tuple[str, ...] = ()  # read as text - class labels, group values - not (only) as numbers
+    model: str | None = None  # compared as text with the model's name
+
+    def without(self, columns: Collection[str]) -> CountRequest:
+        """The request without the (optional) ``columns``."""
+        return replace(self, columns=tuple(c for c in self.columns if c not in columns))
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every source column the request reads."""
+        flagged = (c for flags in self.indicators for c in flags.columns)
+        joined = () if self.labels is None else (self.labels.join_on,)
+        names = (self.timestamp, *self.columns, *flagged, *joined)
+        return tuple(c for c in dict.fromkeys(names) if self.labels is None or c != self.labels.column)
+
+
+def missing_column(index: int) -> str:
+    """1 where the request's ``index``-th indicator attribute has no value in any column."""
+    return f"__missing_{index}"
+
+
+#: The 0/1 columns of the time ranges start with this.
+RANGE_PREFIX = "__in_"
+
+
+def range_column(index: int) -> str:
+    """The 0/1 column of the request's ``index``-th time range."""
+    return f"{RANGE_PREFIX}{index}"
 
 
 class Source(Protocol):
@@ -78,39 +165,12 @@ class CountingSource(Source, Protocol):
         ...
 
 
-def normalize_timestamps(values: pd.Series) -> pd.Series:
-    """ISO text, SQL datetimes or epoch seconds -> UTC datetimes (NaT where unparseable).
+@runtime_checkable
+class LabelJoiningSource(CountingSource, Protocol):
+    """A counting source that can also join labels kept in another source's table while it counts."""
 
-    Naive datetimes are taken as UTC.
-
-    >>> normalize_timestamps(pd.Series(["2026-01-01T00:00:00Z", "1767225600", "bad", 1767225600.5])).tolist()[:2]
-    [Timestamp('2026-01-01 00:00:00+0000', tz='UTC'), Timestamp('2026-01-01 00:00:00+0000', tz='UTC')]
-    """
-    if pd.api.types.is_datetime64_any_dtype(values):
-        out = pd.to_datetime(values, utc=True)
-        return out
-    if pd.api.types.is_numeric_dtype(values):
-        return pd.to_datetime(values.astype("float64"), unit="s", utc=True, errors="coerce")
-    as_text = values.astype("string")
-    numeric = pd.to_numeric(as_text, errors="coerce")
-    parsed = pd.to_datetime(as_text.where(numeric.isna()), utc=True, errors="coerce", format="ISO8601")
-    from_epoch = pd.to_datetime(numeric, unit="s", utc=True, errors="coerce")
-    return parsed.where(numeric.isna(), from_epoch)
-
-
-def filter_window(frame: pd.DataFrame, column: str, start: datetime, end: datetime) -> Batch:
-    """Normalise ``column`` to UTC datetimes and keep ``[start, end)``; count bad timestamps."""
-    if column not in frame.columns:
-        from monitor.core.errors import SourceError
-
-        raise SourceError(f"the timestamp column {column!r} is missing; columns are {list(frame.columns)}")
-    ts = normalize_timestamps(frame[column])
-    bad = ts.isna().to_numpy()
-    rejected: Counter[str] = Counter()
-    if bad.any():
-        rejected["timestamp_invalid"] = int(bad.sum())
-    start_ts, end_ts = pd.Timestamp(start), pd.Timestamp(end)
-    keep = (~bad) & (ts >= start_ts).to_numpy() & (ts < end_ts).to_numpy()
-    out = frame.loc[np.asarray(keep)].copy()
-    out[column] = ts[np.asarray(keep)]
-    return Batch(out.reset_index(drop=True), rejected)
+    def bind_labels(self, labels: Source) -> bool:
+        """Join ``labels`` (the model's label source) into every count whose request has
+        ``labels`` from now on; ``False`` when this database cannot (then labels are joined row by
+        row: :mod:`monitor.reading.label_join`). Decided once, when the model's reads are planned."""
+        ...

@@ -1,7 +1,7 @@
 """Counts, not rows: what an evaluation asks a database for when the task's statistics are counts.
 
 A binary model's metrics depend on its rows only through the number of rows with each
-(score, label, prediction, group memberships) in each window. A :class:`CountRequest` names
+(score, label, prediction, group memberships) in each window. A :class:`~monitor.sources.contract.CountRequest` names
 those columns and the windows' time ranges; :func:`count_statement` turns it into one
 ``GROUP BY`` a database runs, so that a window of millions of rows comes back as its distinct
 combinations with a row count each (``WEIGHT``), and the rest of the evaluation weighs each
@@ -12,7 +12,7 @@ combination by its count. The values are the row path's, exactly:
 - an indicator group's columns become 1/0 flags in the database only where the columns are of
   a numeric type: ``value >= threshold`` (NULL and NaN are not members), with one more 0/1
   column marking rows that have no value in any of the attribute's columns (the row path's
-  "missing": :func:`with_missing_flags` turns those rows' flags into NaN). On SQLite a stored
+  "missing": :func:`~monitor.sources.frames.with_missing_flags` turns those rows' flags into NaN). On SQLite a stored
   value that is not a number (text in a REAL column) counts as missing, as the row path's
   ``to_numeric`` makes it;
 - each time range becomes a 0/1 column ``__in_<i>`` computed from the stored instant, so that
@@ -21,45 +21,40 @@ combination by its count. The values are the row path's, exactly:
 Everything is SQLAlchemy Core: identifiers quoted by SQLAlchemy, thresholds and time bounds
 bound as parameters, a user's ``query:`` wrapped as a subquery. Where the database's own
 ``GROUP BY`` is the slow part (SQLite sorts every row), the ungrouped statement's rows are
-counted by :func:`count_keys` instead, chunk by chunk, to the same combinations and counts.
+counted by :func:`monitor.sources.frames.count_keys` instead, chunk by chunk, to the same combinations and counts.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-import numpy as np
-import pandas as pd
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
 
-from monitor.sources.contract import WEIGHT, Batch
+from monitor.sources.contract import (
+    INVALID_TIMESTAMP,
+    WEIGHT,
+    CountRequest,
+    IndicatorFlags,
+    missing_column,
+    range_column,
+)
 
 __all__ = [
-    "INVALID_TIMESTAMP",
-    "RANGE_PREFIX",
-    "WEIGHT",
+    "DOLLAR_DIALECT",
     "Between",
-    "CountRequest",
-    "IndicatorFlags",
-    "LabelJoin",
-    "count_keys",
+    "Instant",
+    "Prefilter",
     "count_statement",
-    "counted_batch",
-    "flaggable",
-    "missing_column",
     "numeric_columns",
-    "range_column",
     "rounded_score",
-    "with_missing_flags",
 ]
 
-#: 1 for rows whose stored timestamp the database cannot read as an instant (SQLite text).
-INVALID_TIMESTAMP = "__ts_invalid"
+#: PostgreSQL's SQL with ``$1`` placeholders: what DuckDB (files) and ADBC's PostgreSQL driver read.
+DOLLAR_DIALECT = postgresql.psycopg.dialect(paramstyle="numeric_dollar")  # type: ignore[no-untyped-call]
 
 #: ``instant >= bound(moment)``: the stored instant, and a bound expression for a moment.
 Instant = tuple[sa.ColumnElement[Any], Callable[[datetime, str], sa.ColumnElement[Any]]]
@@ -70,71 +65,6 @@ Between = Callable[[datetime, datetime, str, str], sa.ColumnElement[bool]]
 #: An index-friendly condition that holds for every row in ``[start, end)`` (and maybe a few more),
 #: its bind parameters named after the last argument.
 Prefilter = Callable[[datetime, datetime, str], sa.ColumnElement[bool]]
-
-
-@dataclass(frozen=True)
-class IndicatorFlags:
-    """An indicator attribute's columns, thresholded into flags by the database."""
-
-    attribute: str
-    columns: tuple[str, ...]
-    threshold: float
-
-
-@dataclass(frozen=True)
-class LabelJoin:
-    """Labels kept in their own table of the same database, joined by the database while it counts:
-    each prediction gets the latest label of its id that arrived in the read range, where it has
-    no label of its own (what :func:`monitor.reading.label_join.join_labels` does with rows)."""
-
-    source: Any  # the label source: a SqlSource on the same database
-    id: str  # the label table's id column
-    label: str  # the label table's label column
-    join_on: str  # the prediction log's id column
-    column: str  # the model's label column in the counted result
-
-
-@dataclass(frozen=True)
-class CountRequest:
-    """The columns an evaluation needs counted, and the time ranges of its windows."""
-
-    timestamp: str
-    columns: tuple[str, ...]  # grouped by as stored
-    indicators: tuple[IndicatorFlags, ...]  # grouped by as flags (where the columns are numeric)
-    ranges: tuple[tuple[datetime, datetime], ...]
-    optional: tuple[str, ...] = ()  # columns the log may lack (then not counted by)
-    score: str | None = None  # the score column, rounded to score_decimals where it holds numbers
-    score_decimals: int | None = None
-    labels: LabelJoin | None = None  # labels joined from their own table
-    # How the evaluation reads the columns, for sources that store every value as text (CSV):
-    texts: tuple[str, ...] = ()  # read as text - class labels, group values - not (only) as numbers
-    model: str | None = None  # compared as text with the model's name
-
-    def without(self, columns: Collection[str]) -> CountRequest:
-        """The request without the (optional) ``columns``."""
-        return replace(self, columns=tuple(c for c in self.columns if c not in columns))
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        """Every source column the request reads."""
-        flagged = (c for flags in self.indicators for c in flags.columns)
-        joined = () if self.labels is None else (self.labels.join_on,)
-        names = (self.timestamp, *self.columns, *flagged, *joined)
-        return tuple(c for c in dict.fromkeys(names) if self.labels is None or c != self.labels.column)
-
-
-def missing_column(index: int) -> str:
-    """1 where the request's ``index``-th indicator attribute has no value in any column."""
-    return f"__missing_{index}"
-
-
-#: The 0/1 columns of the time ranges start with this.
-RANGE_PREFIX = "__in_"
-
-
-def range_column(index: int) -> str:
-    """The 0/1 column of the request's ``index``-th time range."""
-    return f"{RANGE_PREFIX}{index}"
 
 
 def count_statement(
@@ -168,7 +98,7 @@ def count_statement(
     the comparison itself, :data:`Between`); ``prefilter`` (an index-friendly condition for a
     range) is ANDed in; rows where ``invalid`` holds are kept and marked in :data:`INVALID_TIMESTAMP`
     (they are rejected, as the row path does, unless the caller places them: see ``extra``).
-    The indicator attributes in ``flagged`` (see :func:`flaggable`) become flags; the others'
+    The indicator attributes in ``flagged`` (see :func:`~monitor.sources.frames.flaggable`) become flags; the others'
     columns are grouped by as stored. With ``round_score`` (the source knows the score column
     holds numbers) the score is grouped by rounded to ``request.score_decimals``
     (:func:`rounded_score`): continuous scores then come back as a few thousand values, not one
@@ -250,24 +180,6 @@ def rounded_score(column: sa.ColumnElement[Any], decimals: int, sqlite: bool) ->
     return sa.case((sa.func.abs(column) < small, sa.func.floor(y) / scale), else_=column)
 
 
-def count_keys(chunks: Iterable[pd.DataFrame]) -> pd.DataFrame:
-    """Each row's keys (the ungrouped :func:`count_statement`, in chunks of rows) counted as the
-    ``GROUP BY`` would: distinct combinations, NULL/NaN a value like any other, with their count
-    in :data:`WEIGHT`. Only one chunk and the combinations so far are held at a time."""
-    total: pd.DataFrame | None = None
-    for rows in chunks:
-        counted = (
-            rows.groupby(list(rows.columns), dropna=False, sort=False).size().rename(WEIGHT).reset_index()
-        )
-        if total is not None:
-            both = pd.concat([total, counted], ignore_index=True)
-            keys = [c for c in both.columns if c != WEIGHT]
-            counted = both.groupby(keys, dropna=False, sort=False)[WEIGHT].sum().reset_index()
-        total = counted
-    assert total is not None, "a read yields at least one chunk"
-    return total
-
-
 def _flags(source: sa.FromClause, flags: IndicatorFlags, index: int, sqlite: bool) -> list[sa.Label[Any]]:
     """A 1/0 flag per column, and 1/0 in :func:`missing_column` when no column has a number.
 
@@ -293,23 +205,6 @@ def _missing(column: sa.ColumnElement[Any], sqlite: bool) -> sa.ColumnElement[bo
     return sa.or_(column.is_(None), column == nan)
 
 
-def with_missing_flags(frame: pd.DataFrame, request: CountRequest, flagged: Collection[str]) -> pd.DataFrame:
-    """``frame`` with the flags of rows missing an indicator attribute set to NaN (as the rows'
-    own values are), and the "missing" columns dropped."""
-    frame = frame.copy()
-    for i, flags in enumerate(request.indicators):
-        if flags.attribute in flagged:
-            missing = frame.pop(missing_column(i)).to_numpy() == 1
-            for c in flags.columns:
-                frame[c] = np.where(missing, np.nan, frame[c].to_numpy(dtype=np.float64))
-    return frame
-
-
-def flaggable(request: CountRequest, numeric: Collection[str]) -> frozenset[str]:
-    """The indicator attributes whose columns are all of a numeric type: thresholded in the database."""
-    return frozenset(f.attribute for f in request.indicators if all(c in numeric for c in f.columns))
-
-
 def numeric_columns(table: sa.Table) -> frozenset[str]:
     """The columns of a reflected table whose type holds numbers."""
     return frozenset(c.name for c in table.columns if _holds_numbers(c.type))
@@ -323,21 +218,3 @@ def _holds_numbers(sql_type: sa.types.TypeEngine[Any]) -> bool:
         return issubclass(sql_type.python_type, int | float | Decimal)
     except NotImplementedError:  # a dialect type without a Python equivalent
         return False
-
-
-def ranges_of(spans: Sequence[tuple[datetime, datetime]]) -> tuple[tuple[datetime, datetime], ...]:
-    """Distinct ranges, in order."""
-    return tuple(dict.fromkeys(spans))
-
-
-def counted_batch(frame: pd.DataFrame, request: CountRequest, flagged: frozenset[str]) -> Batch:
-    """A count statement's result as a counted :class:`Batch`: indicator flags of rows missing the
-    attribute set to NaN, rows whose timestamp could not be read rejected (``timestamp_invalid``)."""
-    frame = with_missing_flags(frame, request, flagged)
-    rejected: Counter[str] = Counter()
-    if INVALID_TIMESTAMP in frame.columns:
-        invalid = frame[INVALID_TIMESTAMP].to_numpy() == 1
-        if invalid.any():
-            rejected["timestamp_invalid"] = int(frame.loc[invalid, WEIGHT].sum())
-        frame = frame.loc[~invalid].drop(columns=INVALID_TIMESTAMP).reset_index(drop=True)
-    return Batch(frame, rejected, counted=True, flagged=flagged)

@@ -7,7 +7,8 @@ from datetime import datetime
 import pandas as pd
 
 from monitor.core.errors import SourceError
-from monitor.sources.contract import Batch, filter_window
+from monitor.sources.contract import Batch
+from monitor.sources.frames import filter_window
 
 __all__ = ["MemorySource"]
 

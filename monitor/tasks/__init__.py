@@ -16,15 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING
 
 from metrics_core import REGISTRY, MetricSpec, get_metric
 from metrics_core.binary import ROUNDING_BOUNDS
 from monitor.tasks import binary, clustering, multiclass, recommender, regression, text
-from monitor.tasks.base import Rows, Task, TaskName, TaskOptions, WindowRequest
-
-if TYPE_CHECKING:
-    from monitor.config import ModelConfig
+from monitor.tasks.base import ModelView, Rows, Task, TaskName, TaskOptions, WindowRequest
 
 __all__ = ["TASKS", "Rows", "Task", "TaskName", "TaskOptions", "WindowRequest", "metrics_for"]
 
@@ -40,7 +36,7 @@ TASKS: Mapping[str, Task] = MappingProxyType(
 )
 
 
-def metrics_for(model: ModelConfig) -> list[MetricSpec]:
+def metrics_for(model: ModelView) -> list[MetricSpec]:
     """The metrics ``model`` computes: its ``metrics:`` (with the group metrics a configured summary
     ``needs``), else its task's, minus those it has no data for.
 

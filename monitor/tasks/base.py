@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, Self
+from typing import Any, Literal, Protocol, Self
 
 import numpy as np
 import pandas as pd
@@ -26,12 +26,11 @@ from metrics_core.engine.adjust import Adjustment
 from metrics_core.stats.contrasts import Method
 from monitor.core.suggest import did_you_mean
 
-if TYPE_CHECKING:
-    from monitor.config import ColumnsConfig, ModelConfig
-
 __all__ = [
+    "ColumnsView",
     "FamilyModule",
     "GroupwiseOptions",
+    "ModelView",
     "Rows",
     "Task",
     "TaskName",
@@ -41,6 +40,48 @@ __all__ = [
 ]
 
 TaskName = Literal["binary", "multiclass", "regression", "recommender", "clustering", "text"]
+
+
+class ColumnsView(Protocol):
+    """The column names a task reads (``columns:`` of a model; :class:`monitor.config.ColumnsConfig`
+    has them). Tasks sit below the config layer: they see a model through these read-only views."""
+
+    @property
+    def score(self) -> str | None: ...
+    @property
+    def prediction(self) -> str | None: ...
+    @property
+    def label(self) -> str | None: ...
+    @property
+    def user(self) -> str | None: ...
+    @property
+    def item(self) -> str | None: ...
+    @property
+    def rank(self) -> str | None: ...
+    @property
+    def cluster(self) -> str | None: ...
+    @property
+    def features(self) -> Sequence[str]: ...
+    @property
+    def text(self) -> str | None: ...
+
+
+class ModelView(Protocol):
+    """What a task reads of a model's config (:class:`monitor.config.ModelConfig` has it)."""
+
+    @property
+    def task(self) -> TaskName: ...
+    @property
+    def columns(self) -> ColumnsView: ...
+    @property
+    def metrics(self) -> Sequence[str] | None: ...
+    @property
+    def threshold(self) -> float: ...
+    @property
+    def score_range(self) -> tuple[float, float] | None: ...
+    @property
+    def score_decimals(self) -> int | None: ...
+
 
 #: A cleaned, row-aligned input column of a task (1-D), or a block of them (``features``: 2-D).
 InputArray = NDArray[Any]
@@ -117,7 +158,7 @@ class Rows:
 
 
 #: Reads the model's columns from ``rows.frame`` into ``rows.inputs``, rejecting bad rows.
-Cleaner = Callable[[Rows, "ModelConfig"], None]
+Cleaner = Callable[[Rows, ModelView], None]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -128,7 +169,7 @@ class WindowRequest:
     confidence: float
     fair_ranges: Mapping[str, tuple[float | None, float | None]]
     min_samples: float
-    model: ModelConfig  # with the columns this window's log has (see monitor.reading.frame.columns_for_frame)
+    model: ModelView  # with the columns this window's log has (see monitor.reading.frame.columns_for_frame)
     options: Mapping[str, object]  # TaskOptions.evaluate_kwargs(), read once at start-up
     adjust: Adjustment = "none"  # multiplicity adjustment of the alerting values (alerts.adjust)
     family_size: int | None = None  # alerting values the adjustment covers (the whole window's)
@@ -196,15 +237,15 @@ class Task:
         """Every input a column of the task can feed."""
         return frozenset(i for fed in self.reads.values() for i in fed)
 
-    def missing_columns(self, columns: ColumnsConfig) -> list[str]:
+    def missing_columns(self, columns: ColumnsView) -> list[str]:
         """The required column keys (``"rank or score"`` for a choice) ``columns`` leaves unnamed."""
         return [" or ".join(keys) for keys in self.required if not any(getattr(columns, k) for k in keys)]
 
-    def available_inputs(self, columns: ColumnsConfig) -> frozenset[str]:
+    def available_inputs(self, columns: ColumnsView) -> frozenset[str]:
         """The inputs the named columns feed."""
         return frozenset(i for key, fed in self.reads.items() if getattr(columns, key) for i in fed)
 
-    def can_compute(self, metric: str, columns: ColumnsConfig) -> bool:
+    def can_compute(self, metric: str, columns: ColumnsView) -> bool:
         """Whether the named columns feed every input ``metric`` needs (its options aside)."""
         requires = mc.get_metric(metric).requires
         return (requires & self.inputs) <= self.available_inputs(columns)

@@ -12,15 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 import metrics_core as mc
-from monitor.tasks.base import InputArray, Rows, Task, WindowRequest
-
-if TYPE_CHECKING:
-    from monitor.config import ModelConfig
+from monitor.tasks.base import InputArray, ModelView, Rows, Task, WindowRequest
 
 __all__ = ["ROUNDABLE", "TASK", "round_scores"]
 
@@ -48,7 +44,7 @@ def round_scores(score: np.ndarray, decimals: int) -> np.ndarray:
     return out
 
 
-def clean(rows: Rows, model: ModelConfig) -> None:
+def clean(rows: Rows, model: ModelView) -> None:
     cols = model.columns
     if cols.score:
         score = rows.numeric(cols.score)

@@ -6,14 +6,9 @@ Bad rows: a missing cluster (``cluster_missing``), a feature that is not a finit
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
-from monitor.tasks.base import FamilyModule, GroupwiseOptions, Rows, Task
-
-if TYPE_CHECKING:
-    from monitor.config import ModelConfig
+from monitor.tasks.base import FamilyModule, GroupwiseOptions, ModelView, Rows, Task
 
 __all__ = ["TASK", "ClusteringOptions"]
 
@@ -24,7 +19,7 @@ class ClusteringOptions(GroupwiseOptions):
     smoothing: float = 0.5
 
 
-def clean(rows: Rows, model: ModelConfig) -> None:
+def clean(rows: Rows, model: ModelView) -> None:
     cols = model.columns
     rows.required_text("cluster", cols.cluster, "cluster_missing")
     if cols.features:

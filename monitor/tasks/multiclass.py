@@ -6,12 +6,7 @@ so ``1`` and ``1.0`` are one class.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from monitor.tasks.base import FamilyModule, GroupwiseOptions, Rows, Task
-
-if TYPE_CHECKING:
-    from monitor.config import ModelConfig
+from monitor.tasks.base import FamilyModule, GroupwiseOptions, ModelView, Rows, Task
 
 __all__ = ["TASK", "MulticlassOptions"]
 
@@ -20,7 +15,7 @@ class MulticlassOptions(GroupwiseOptions):
     classes: list[str | int | float] | None = None  # default: every class seen in the window
 
 
-def clean(rows: Rows, model: ModelConfig) -> None:
+def clean(rows: Rows, model: ModelView) -> None:
     cols = model.columns
     rows.required_text("y_pred", cols.prediction, "prediction_invalid")
     if cols.label and cols.label in rows.frame.columns:

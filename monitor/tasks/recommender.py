@@ -7,14 +7,9 @@ finite number (``score_invalid``), a relevance other than 0/1 (``label_invalid``
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
-from monitor.tasks.base import FamilyModule, GroupwiseOptions, Rows, Task
-
-if TYPE_CHECKING:
-    from monitor.config import ModelConfig
+from monitor.tasks.base import FamilyModule, GroupwiseOptions, ModelView, Rows, Task
 
 __all__ = ["TASK", "RecommenderOptions"]
 
@@ -26,7 +21,7 @@ class RecommenderOptions(GroupwiseOptions):
     n_items: int | None = None  # catalogue size, for aggregate diversity and the Gini index
 
 
-def clean(rows: Rows, model: ModelConfig) -> None:
+def clean(rows: Rows, model: ModelView) -> None:
     cols = model.columns
     rows.required_text("user", cols.user, "user_missing")
     rows.required_text("item", cols.item, "item_missing")

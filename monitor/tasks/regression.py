@@ -6,14 +6,9 @@ infinite or does not parse (``label_invalid``; a missing target has not arrived 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
-from monitor.tasks.base import FamilyModule, GroupwiseOptions, Rows, Task
-
-if TYPE_CHECKING:
-    from monitor.config import ModelConfig
+from monitor.tasks.base import FamilyModule, GroupwiseOptions, ModelView, Rows, Task
 
 __all__ = ["TASK", "RegressionOptions"]
 
@@ -22,7 +17,7 @@ class RegressionOptions(GroupwiseOptions):
     no_disparate_impact_bounds: tuple[float, float] = (0.8, 1.25)
 
 
-def clean(rows: Rows, model: ModelConfig) -> None:
+def clean(rows: Rows, model: ModelView) -> None:
     cols = model.columns
     score = rows.numeric(cols.score or "")
     rows.reject(~np.isfinite(score), "score_invalid")

@@ -17,14 +17,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Self
+from typing import Self
 
 from metrics_core.text import default_targets, default_word_lists, parse_embeddings, parse_word_list
 from monitor.core.errors import ConfigError
-from monitor.tasks.base import FamilyModule, GroupwiseOptions, Rows, Task
-
-if TYPE_CHECKING:
-    from monitor.config import ModelConfig
+from monitor.tasks.base import FamilyModule, GroupwiseOptions, ModelView, Rows, Task
 
 __all__ = ["TASK", "TextOptions"]
 
@@ -78,7 +75,7 @@ _READERS: dict[str, Callable[[str], object]] = {
 }
 
 
-def clean(rows: Rows, model: ModelConfig) -> None:
+def clean(rows: Rows, model: ModelView) -> None:
     rows.required_text("text", model.columns.text, "text_missing")
 
 

@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from metrics_core import REGISTRY
-from monitor.cli.commands import main
+from monitor.cli import main
 from monitor.config import Settings, settings_from_dict
 from monitor.outputs.dashboards import dashboard_uid, render_dashboard, render_dashboards
 from tests.servers import promtool_bin

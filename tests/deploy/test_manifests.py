@@ -276,7 +276,7 @@ def test_configmap_is_mounted_where_fairwatch_reads_it(
 def test_configmap_config_passes_fairwatch_validate(
     rendered: dict[str, list[dict[str, Any]]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from monitor.cli.commands import main
+    from monitor.cli import main
     from monitor.config import load_settings
 
     text = config_text(rendered["base"])

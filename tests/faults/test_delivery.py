@@ -19,7 +19,7 @@ import pytest
 from monitor.config import settings_from_dict
 from monitor.core.clock import FakeClock
 from monitor.core.errors import AlertDeliveryError
-from monitor.evaluation.evaluator import build_evaluators
+from monitor.evaluation.evaluators import build_evaluators
 from monitor.service.alerting import AlertTracker
 from monitor.service.delivery import AlertDelivery
 from monitor.service.notifiers import RecordingNotifier, WebhookNotifier

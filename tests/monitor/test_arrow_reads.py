@@ -17,9 +17,10 @@ import sqlalchemy as sa
 
 from monitor.config import SourceConfig
 from monitor.core.errors import SourceError
-from monitor.evaluation.evaluator import build_evaluators
+from monitor.evaluation.evaluators import build_evaluators
 from monitor.reading.plan import count_request
-from monitor.sources.count_sql import WEIGHT, count_keys
+from monitor.sources.contract import WEIGHT
+from monitor.sources.frames import count_keys
 from monitor.sources.sql.arrow import ArrowReader
 from monitor.sources.sql.source import SqlSource
 from tests.monitor.test_counts import NOW, PG_TIMESTAMPS, comparable, config, dirty_log, sqlite_log

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
-from monitor.cli.commands import main
+from monitor.cli import main
 from monitor.outputs.prometheus.collector import STATE_CODES
 from tests.servers import PrometheusServer, http_json, promtool_bin
 

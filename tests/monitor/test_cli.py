@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from monitor.cli.commands import main
+from monitor.cli import main
 from monitor.cli.demo.run import write_demo_config, write_demo_log
 
 START = datetime(2026, 11, 1, tzinfo=UTC)

@@ -15,15 +15,16 @@ from pathlib import Path
 import pytest
 
 from metrics_core import REGISTRY
-from monitor.cli.commands import _parser, main
+from monitor.cli import main
 from monitor.cli.demo.run import write_demo_config, write_demo_log
-from monitor.cli.tables import EXIT_BROKEN_PIPE
+from monitor.cli.parser import build_parser
+from monitor.cli.terminal import EXIT_BROKEN_PIPE
 
 START = datetime(2026, 11, 1, tzinfo=UTC)
 
 
 def _subcommands() -> dict[str, argparse.ArgumentParser]:
-    sub = next(a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction))
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     return dict(sub.choices)
 
 

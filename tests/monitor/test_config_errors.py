@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from metrics_core import REGISTRY
-from monitor.cli.commands import main
+from monitor.cli import main
 from monitor.cli.demo.run import write_demo_config, write_demo_log
 from monitor.config import load_settings
 from monitor.core.errors import ConfigError

@@ -25,9 +25,9 @@ import pytest
 import sqlalchemy as sa
 
 from monitor.config import settings_from_dict
-from monitor.evaluation.evaluator import build_evaluators
+from monitor.evaluation.evaluators import build_evaluators
 from monitor.evaluation.results import ModelEvaluation
-from monitor.sources.count_sql import RANGE_PREFIX
+from monitor.sources.contract import RANGE_PREFIX
 from monitor.sources.sql.arrow import ArrowReader
 from tests.monitor.test_source_sql import captured_statements
 
@@ -317,13 +317,12 @@ def test_the_database_returns_far_fewer_rows_than_it_counts(tmp_path: Path) -> N
     ]
     spans = evaluator.spans(NOW)
     start = min(s.label_start for s in spans)
-    counted = evaluator._read_counts(
+    counted = evaluator.plan.read(
         tuple(dict.fromkeys(r for s in spans for r in ((s.start, s.end), (s.label_start, s.label_end)))),
         start,
         NOW,
         None,
     )
-    assert counted is not None
     batch = counted.batch
     assert batch.counted
     in_window = int(((frame["ts"] >= start) & (frame["ts"] < NOW)).sum())

@@ -15,7 +15,7 @@ import pytest
 from metrics_core import REGISTRY
 from monitor.cli.demo.run import write_demo_log
 from monitor.config import load_settings
-from monitor.evaluation.evaluator import build_evaluators
+from monitor.evaluation.evaluators import build_evaluators
 from monitor.outputs.metrics_doc import render_metrics_reference
 
 ROOT = Path(__file__).resolve().parents[2]

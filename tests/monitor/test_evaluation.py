@@ -12,7 +12,7 @@ from sklearn.metrics import roc_auc_score
 
 from monitor.config import settings_from_dict
 from monitor.core.errors import SourceError
-from monitor.evaluation.evaluator import build_evaluators
+from monitor.evaluation.evaluators import build_evaluators
 from monitor.sources import MemorySource
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)

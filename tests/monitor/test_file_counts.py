@@ -22,11 +22,12 @@ import pyarrow.parquet as pq
 import pytest
 import sqlalchemy as sa
 
-from monitor.evaluation.evaluator import build_evaluators
-from monitor.sources.contract import normalize_timestamps
+from monitor.evaluation.evaluators import build_evaluators
+from monitor.sources.count_sql import DOLLAR_DIALECT
 from monitor.sources.files import counts as file_counts
 from monitor.sources.files import text_counts, text_files, text_values
 from monitor.sources.files.text_timestamps import TextInstant
+from monitor.sources.frames import normalize_timestamps
 from tests.monitor.test_counts import NOW, comparable, config, dirty_log
 
 
@@ -516,11 +517,12 @@ FALLBACKS: dict[str, tuple[Callable[[Path], str], str, str]] = {
 
 
 def read_counts(path: str, task: str = "binary") -> Any:
-    """What the evaluation at NOW gets from the source's ``read_counts`` (``None``: read rows)."""
+    """What the evaluation at NOW reads when it counts (``None``: it read rows)."""
     evaluator = build_evaluators(config({"kind": "files", "path": path}, aggregate=True, task=task))["tox"]
     spans = evaluator.spans(NOW)
     ranges = tuple(dict.fromkeys(r for s in spans for r in ((s.start, s.end), (s.label_start, s.label_end))))
-    return evaluator._read_counts(ranges, min(s.label_start for s in spans), NOW, None)
+    read = evaluator.plan.read(ranges, min(s.label_start for s in spans), NOW, None)
+    return read if read.batch.counted else None
 
 
 @pytest.mark.parametrize("case", FALLBACKS)
@@ -593,7 +595,7 @@ def test_a_whole_last_object_without_its_newline_is_a_row(tmp_path: Path) -> Non
 def duckdb_rows(statement: Any, texts: list[str]) -> list[tuple[Any, ...]]:
     import duckdb
 
-    compiled = statement.compile(dialect=text_counts._DIALECT, compile_kwargs={"render_postcompile": True})
+    compiled = statement.compile(dialect=DOLLAR_DIALECT, compile_kwargs={"render_postcompile": True})
     with duckdb.connect() as conn:
         conn.execute("CREATE TABLE v AS SELECT unnest($1::VARCHAR[]) AS t", [texts])
         return conn.execute(compiled.string, [compiled.params[n] for n in compiled.positiontup]).fetchall()

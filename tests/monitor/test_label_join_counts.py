@@ -20,7 +20,7 @@ import pytest
 import sqlalchemy as sa
 
 from monitor.config import settings_from_dict
-from monitor.evaluation.evaluator import build_evaluators
+from monitor.evaluation.evaluators import build_evaluators
 from monitor.evaluation.results import ModelEvaluation
 from tests.monitor.test_counts import IDENTITY, NOW, TASKS, arrow_statements, comparable, dirty_log
 from tests.monitor.test_source_sql import captured_statements

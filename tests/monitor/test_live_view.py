@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 from prometheus_client import CollectorRegistry
 
+from monitor.core.text import state_reason
 from monitor.http import LiveView, make_app, serve
 from monitor.outputs.html.charts import MAX_POINTS, history_chart, interval_plot, state_timeline
-from monitor.outputs.html.sections import display_reason
 from monitor.service.history import History, SeriesKey
 from tests.monitor.test_exporter import (
     NAN,
@@ -225,9 +225,9 @@ def test_charts_escape_group_names() -> None:
 
 def test_insufficient_data_says_why() -> None:
     small = metric_value("a", state="insufficient_data", support=42)
-    assert display_reason(small, 100) == "support 42 < min_samples 100"
-    assert display_reason(replace(small, reason="no positives"), 100) == "no positives"
-    assert display_reason(metric_value("a"), 100) == ""
+    assert state_reason(small, 100) == "support 42 < min_samples 100"
+    assert state_reason(replace(small, reason="no positives"), 100) == "no positives"
+    assert state_reason(metric_value("a"), 100) == ""
 
 
 # -- over HTTP ------------------------------------------------------------------------------------------

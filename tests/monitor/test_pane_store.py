@@ -18,9 +18,10 @@ import pytest
 from monitor.app import build_app
 from monitor.config import ModelConfig, SourceConfig, load_settings
 from monitor.core.errors import ConfigError, SourceError
-from monitor.evaluation.evaluator import Evaluator, build_evaluators
+from monitor.evaluation.evaluator import Evaluator
+from monitor.evaluation.evaluators import build_evaluators
 from monitor.reading.pane_store import PaneStore, fingerprint
-from monitor.sources.count_sql import CountRequest
+from monitor.sources.contract import CountRequest
 from monitor.sources.sql.source import SqlSource
 from tests.monitor.test_counts import config
 from tests.monitor.test_panes import (

@@ -20,7 +20,8 @@ import sqlalchemy as sa
 from pydantic import ValidationError
 
 from monitor.config import PanesConfig
-from monitor.evaluation.evaluator import Evaluator, build_evaluators
+from monitor.evaluation.evaluator import Evaluator
+from monitor.evaluation.evaluators import build_evaluators
 from monitor.evaluation.results import ModelEvaluation
 from tests.monitor.test_counts import NOW, SQLITE_TIMESTAMPS, comparable, config, dirty_log, sqlite_log
 

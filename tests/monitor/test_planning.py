@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from metrics_core.stats.power import Plan, rows_needed
-from monitor.cli.commands import main
+from monitor.cli import main
 from monitor.cli.demo.run import write_demo_config, write_demo_log
 
 NOW = datetime(2026, 11, 20, 12, tzinfo=UTC)

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import sqlalchemy as sa
 
-from monitor.cli.commands import main
+from monitor.cli import main
 from monitor.cli.demo.run import write_demo_config, write_demo_log
 
 

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from monitor.cli.commands import main
+from monitor.cli import main
 from monitor.cli.demo.run import write_demo_config, write_demo_log
 from monitor.config import load_settings
-from monitor.evaluation.evaluator import build_evaluators
-from monitor.outputs.html.charts import number
+from monitor.core.text import number
+from monitor.evaluation.evaluators import build_evaluators
 from monitor.outputs.html.report import build_report, instants
 from monitor.outputs.json import evaluation_rows
 

@@ -21,7 +21,7 @@ from sklearn.metrics import roc_auc_score
 import metrics_core as mc
 from monitor.config import settings_from_dict
 from monitor.core.errors import ConfigError
-from monitor.evaluation.evaluator import build_evaluators
+from monitor.evaluation.evaluators import build_evaluators
 from monitor.sources.count_sql import rounded_score
 from monitor.tasks import metrics_for
 from monitor.tasks.binary import round_scores
@@ -181,8 +181,8 @@ def test_rounding_in_the_database_returns_few_combinations(tmp_path: Path, store
     start = NOW - pd.Timedelta(hours=9)
     for decimals in (None, 2):
         evaluator = build_evaluators(with_decimals(config(source, aggregate=True), decimals))["tox"]
-        counted = evaluator._read_counts(((start, NOW),), start, NOW, None)
-        assert counted is not None
+        counted = evaluator.plan.read(((start, NOW),), start, NOW, None)
+        assert counted.batch.counted
         sizes[decimals] = len(counted.batch.frame)
         evaluator.source.close()
     assert sizes[2] < sizes[None] / 5, sizes

@@ -22,7 +22,7 @@ import sqlalchemy as sa
 from monitor.config import SourceConfig
 from monitor.core.errors import ConfigError, SourceError
 from monitor.sources import build_source
-from monitor.sources.count_sql import CountRequest
+from monitor.sources.contract import CountRequest
 from monitor.sources.sql.source import SqlSource, TimestampEncoding, detect_encoding
 from tests.servers import free_port
 

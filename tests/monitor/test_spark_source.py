@@ -27,9 +27,9 @@ import monitor.sources.spark.source as spark_module
 from monitor.cli.preflight import check_sources
 from monitor.config import SourceConfig, load_settings, settings_from_dict
 from monitor.core.errors import ConfigError, SourceError
-from monitor.evaluation.evaluator import build_evaluators
+from monitor.evaluation.evaluators import build_evaluators
 from monitor.evaluation.results import ModelEvaluation
-from monitor.sources.count_sql import CountRequest
+from monitor.sources.contract import CountRequest
 from monitor.sources.spark.source import SparkSource
 from tests.monitor.test_counts import NOW, comparable, config, dirty_log
 from tests.monitor.test_score_decimals import continuous, with_decimals

@@ -16,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from monitor.config import settings_from_dict
 from monitor.core.clock import FakeClock
-from monitor.evaluation.evaluator import build_evaluators
+from monitor.evaluation.evaluators import build_evaluators
 from monitor.outputs.prometheus.collector import SnapshotCollector
 from monitor.service.alerting import AlertTracker
 from monitor.service.notifiers import RecordingNotifier

@@ -15,7 +15,7 @@ import pytest
 from metrics_core import REGISTRY
 from monitor.config import load_settings, settings_from_dict
 from monitor.core.errors import ConfigError
-from monitor.evaluation.evaluator import build_evaluators
+from monitor.evaluation.evaluators import build_evaluators
 from monitor.outputs.dashboards import render_dashboard
 from monitor.sources import MemorySource
 from monitor.tasks import TASKS, TaskName

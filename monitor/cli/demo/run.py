@@ -36,8 +36,9 @@ from rich.table import Table
 
 from monitor.cli.demo.log import BIASED, IDENTITIES, PREVALENCE, DemoLog, GrowingLog, write_demo_log
 from monitor.cli.demo.pacer import Pacer
-from monitor.cli.tables import name_column, print_table, state_text, stdout_console, text_column
+from monitor.cli.terminal import name_column, print_table, stdout_console, text_column
 from monitor.core.errors import FairwatchError
+from monitor.core.text import state_text
 
 if TYPE_CHECKING:
     from monitor.app import App
@@ -170,7 +171,7 @@ def _status_table(app: App, now: datetime, *, footer: str) -> Table:
                     continue
                 style = {"violation": "bold red", "inconclusive": "yellow", "ok": "green"}.get(v.state, "dim")
                 fair = f"[{_fmt(v.fair_min)}, {_fmt(v.fair_max)}]"
-                state = escape(state_text(v, min_samples.get(ev.model)))
+                state = escape(state_text(v, min_samples[ev.model]))
                 table.add_row(
                     ev.model, w.window, v.group, v.metric, _fmt(v.value), fair, f"[{style}]{state}[/]"
                 )

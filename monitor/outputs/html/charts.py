@@ -27,6 +27,7 @@ from html import escape
 import numpy as np
 
 from metrics_core import MetricValue
+from monitor.core.text import number
 from monitor.service.history import Series
 
 __all__ = [
@@ -36,7 +37,6 @@ __all__ = [
     "color_of",
     "history_chart",
     "interval_plot",
-    "number",
     "state_timeline",
 ]
 
@@ -71,18 +71,6 @@ _SPAN_EPS = 1e-9  # a span this small against its values is one value drawn twic
 
 def color_of(index: int) -> str:
     return PALETTE[index % len(PALETTE)]
-
-
-def number(x: float, digits: int = 3) -> str:
-    """``x`` to ``digits`` significant digits; ``-`` for NaN, ``∞`` for infinities."""
-    if math.isnan(x):
-        return "-"
-    if math.isinf(x):
-        return "∞" if x > 0 else "-∞"
-    if x == 0:
-        return "0"
-    text = f"{x:.{digits}g}"
-    return text if "e" not in text else f"{x:.2e}"
 
 
 # -- scales ---------------------------------------------------------------------------------------

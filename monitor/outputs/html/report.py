@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING
 
 from monitor import __version__
 from monitor.core.secrets import mask
+from monitor.core.text import number
+from monitor.core.times import format_duration
 from monitor.evaluation.results import ModelEvaluation
-from monitor.outputs.html.charts import number
 from monitor.outputs.html.sections import seconds, window_view
 from monitor.service.history import History
 
@@ -56,8 +57,8 @@ class ModelSummary:
             model.name,
             model.task,
             source,
-            tuple((w.name, _duration(w.length)) for w in model.windows),
-            _duration(model.label_delay),
+            tuple((w.name, format_duration(w.length)) for w in model.windows),
+            format_duration(model.label_delay),
             model.min_samples,
             groups,
         )
@@ -238,8 +239,8 @@ def instants(start: datetime | None, end: datetime, step: timedelta | None) -> l
     count = math.floor((end - start) / step)
     if count == 0:  # else a report of no evaluation, written as if all were well
         raise ValueError(
-            f"--step {_duration(step)} is longer than the period from --start to --end "
-            f"({_duration(end - start)}): no evaluation in it"
+            f"--step {format_duration(step)} is longer than the period from --start to --end "
+            f"({format_duration(end - start)}): no evaluation in it"
         )
     if count > 10_000:
         raise ValueError(f"{count} evaluations: choose a longer --step (at most 10,000 per model)")
@@ -259,7 +260,7 @@ def build_report(
     """Evaluate each model (or those named) at each instant of ``at`` and gather the report, with
     the power figures at the last instant (one more evaluation, with the rates planning reads);
     ``evaluations`` already made (``fairwatch check``) are used as they are, without power figures."""
-    from monitor.evaluation.evaluator import build_evaluators
+    from monitor.evaluation.evaluators import build_evaluators
     from monitor.outputs.power import plan_model, plans_as_rows, with_planning_rates
 
     configs = {m.name: m for m in settings.models if models is None or m.name in models}
@@ -305,14 +306,6 @@ def build_report(
 
 def _css() -> str:
     return files("monitor.outputs.html").joinpath("static", "fairwatch.css").read_text(encoding="utf-8")
-
-
-def _duration(d: timedelta) -> str:
-    seconds_ = int(d.total_seconds())
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds_ and seconds_ % size == 0:
-            return f"{seconds_ // size}{unit}"
-    return f"{seconds_}s"
 
 
 def _model_id(name: str) -> str:

@@ -19,42 +19,18 @@ from datetime import datetime
 from html import escape
 
 from metrics_core import STATES, MetricValue, get_metric
+from monitor.core.text import fair_range_text, number, state_reason
 from monitor.evaluation.results import WindowResult
-from monitor.outputs.html.charts import color_of, history_chart, interval_plot, number, state_timeline
+from monitor.outputs.html.charts import color_of, history_chart, interval_plot, state_timeline
 from monitor.service.history import Series
 from monitor.service.snapshot import ActiveAlert
 
-__all__ = ["alerts_view", "display_reason", "fair_range_text", "seconds", "window_view"]
+__all__ = ["alerts_view", "seconds", "window_view"]
 
 
 def seconds(t: datetime | None) -> str:
     """A time as people read it on a status page: to the second, UTC."""
     return "never" if t is None else f"{t:%Y-%m-%d %H:%M:%S} UTC"
-
-
-def fair_range_text(lo: float, hi: float) -> str:
-    if math.isnan(lo) or math.isnan(hi):
-        return "undefined"
-    if math.isinf(lo) and math.isinf(hi):
-        return "none (informational)"
-    if math.isinf(lo):
-        return f"≤ {number(hi)}"
-    if math.isinf(hi):
-        return f"≥ {number(lo)}"
-    return f"{number(lo)} to {number(hi)}"
-
-
-def display_reason(v: MetricValue, min_samples: int) -> str:
-    """Why a value is not judged ok or violation, in words: its own reason, or its support
-    against ``min_samples`` (an ``insufficient_data`` value that is defined has no reason of
-    its own)."""
-    if v.reason:
-        return v.reason
-    if v.state == "insufficient_data":
-        return f"support {number(v.support, 6)} < min_samples {min_samples}"
-    if v.state == "inconclusive":
-        return "the interval crosses a fair bound"
-    return ""
 
 
 def _state(state: str) -> str:
@@ -108,7 +84,7 @@ def _table(
             if v is None:
                 cells.append('<td class="none">-</td>')
                 continue
-            reason = display_reason(v, min_samples)
+            reason = state_reason(v, min_samples)
             interval = (
                 f"<small>[{number(v.ci_lower)}, {number(v.ci_upper)}]</small>"
                 if math.isfinite(v.ci_lower) and math.isfinite(v.ci_upper)

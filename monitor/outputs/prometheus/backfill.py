@@ -47,7 +47,8 @@ from rich.progress import (
 from monitor.config import Settings
 from monitor.core.errors import ConfigError, FairwatchError
 from monitor.core.times import iso_z
-from monitor.evaluation.evaluator import Evaluator, build_evaluators
+from monitor.evaluation.evaluator import Evaluator
+from monitor.evaluation.evaluators import build_evaluators
 from monitor.evaluation.results import ModelEvaluation
 from monitor.outputs.prometheus.collector import evaluation_families
 from monitor.service.snapshot import ModelStatus, Snapshot

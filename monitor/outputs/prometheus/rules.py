@@ -47,15 +47,16 @@ import yaml
 
 from metrics_core import REGISTRY, FairRange, MetricSpec, resolve_fair_range
 from monitor.config import AlertsConfig, Settings
+from monitor.core.text import fair_range_text
+from monitor.core.times import format_duration
 from monitor.outputs.prometheus.collector import FAMILY_PREFIX, STATE_CODES
-from monitor.service.alerting import ALERTNAME, fair_range_text, runbook_link
+from monitor.service.alerting import ALERTNAME, runbook_link
 
 __all__ = [
     "ALERTNAME",
     "HEALTH_ALERTS",
     "alerting_metrics",
     "build_rules",
-    "format_duration",
     "render_rules",
 ]
 
@@ -124,23 +125,6 @@ def build_rules(settings: Settings | None = None) -> RuleFile:
 def alerting_metrics() -> list[MetricSpec]:
     """Registry metrics that can raise an alert: judged per group and not informational."""
     return [spec for spec in REGISTRY.values() if spec.level == "group" and not spec.informational]
-
-
-def format_duration(value: timedelta) -> str:
-    """A Prometheus duration: ``5m``, ``1h30m``, ``2s``, ``250ms``, ``0s``.
-
-    >>> format_duration(timedelta(minutes=90)), format_duration(timedelta(0)), format_duration(timedelta(seconds=1.5))
-    ('1h30m', '0s', '1s500ms')
-    """
-    ms = round(value.total_seconds() * 1000)
-    if ms < 0:
-        raise ValueError(f"a rule duration must not be negative, got {value}")
-    parts = []
-    for unit, size in (("h", 3_600_000), ("m", 60_000), ("s", 1000), ("ms", 1)):
-        count, ms = divmod(ms, size)
-        if count:
-            parts.append(f"{count}{unit}")
-    return "".join(parts) or "0s"
 
 
 #: One Prometheus alerting rule, as the rule file writes it (``for`` is a Python keyword).

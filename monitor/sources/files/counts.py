@@ -23,14 +23,12 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.dataset as ds
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql
 
-from monitor.sources.count_sql import CountRequest, count_statement, flaggable
+from monitor.sources.contract import CountRequest
+from monitor.sources.count_sql import DOLLAR_DIALECT, count_statement
+from monitor.sources.frames import flaggable
 
 __all__ = ["Uncountable", "count_parquet"]
-
-#: DuckDB reads PostgreSQL's SQL, with ``$1`` placeholders.
-_DIALECT = postgresql.psycopg.dialect(paramstyle="numeric_dollar")  # type: ignore[no-untyped-call]
 
 
 class Uncountable(Exception):
@@ -84,7 +82,7 @@ def count_parquet(
         totals=totals,
         round_score=request.score in numeric,
     )
-    compiled = statement.compile(dialect=_DIALECT, compile_kwargs={"render_postcompile": True})
+    compiled = statement.compile(dialect=DOLLAR_DIALECT, compile_kwargs={"render_postcompile": True})
     params = [compiled.params[name] for name in compiled.positiontup or ()]
     with duckdb.connect() as conn:
         timer = threading.Timer(timeout, conn.interrupt)

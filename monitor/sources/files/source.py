@@ -46,11 +46,12 @@ import pyarrow.dataset as ds
 
 from monitor.config import SourceConfig
 from monitor.core.errors import ConfigError, SourceError
-from monitor.sources.contract import Batch, filter_window
-from monitor.sources.count_sql import CountRequest, counted_batch
+from monitor.core.times import utc
+from monitor.sources.contract import Batch, CountRequest
 from monitor.sources.files.counts import Uncountable, count_parquet
 from monitor.sources.files.text_counts import count_text
 from monitor.sources.files.text_files import json_records
+from monitor.sources.frames import counted_batch, filter_window
 
 __all__ = ["MTIME_GRACE", "FileSource", "ScanStats"]
 
@@ -175,7 +176,7 @@ class FileSource:
         directory = _static_directory(self.pattern)
         if not directory.is_dir():
             return None  # the row path says so
-        oldest_mtime = (_utc(start) - self.mtime_grace).timestamp()
+        oldest_mtime = (utc(start) - self.mtime_grace).timestamp()
         stats, paths, formats = ScanStats(), [], set()
         for path in sorted(glob.glob(self.pattern, recursive=True)):
             try:
@@ -250,7 +251,7 @@ class FileSource:
         frames: list[pd.DataFrame] = []
         done_paths: set[str] = set()
         seen_files: set[tuple[int, int]] = set()  # (device, inode): a renamed file is the same file
-        oldest_mtime = (_utc(start) - self.mtime_grace).timestamp()
+        oldest_mtime = (utc(start) - self.mtime_grace).timestamp()
         for _ in range(_MAX_LISTINGS):
             vanished = False
             for path in sorted(glob.glob(self.pattern, recursive=True)):
@@ -433,8 +434,8 @@ def _arrow_window(schema: pa.Schema, column: str | None, start: datetime, end: d
         low = pa.scalar(_units_since_epoch(start, "s", round_up=True), type=typ)
         high = pa.scalar(_units_since_epoch(end, "s", round_up=True), type=typ)
     elif pa.types.is_floating(typ):
-        low = pa.scalar(_utc(start).timestamp(), type=typ)
-        high = pa.scalar(_utc(end).timestamp(), type=typ)
+        low = pa.scalar(utc(start).timestamp(), type=typ)
+        high = pa.scalar(utc(end).timestamp(), type=typ)
     else:
         return None  # text timestamps: filtered in pandas
     return ((field >= low) & (field < high)) | field.is_null()
@@ -442,7 +443,7 @@ def _arrow_window(schema: pa.Schema, column: str | None, start: datetime, end: d
 
 def _units_since_epoch(moment: datetime, unit: str, *, round_up: bool) -> int:
     """Exact integer count of ``unit`` since the epoch (UTC), rounded down or up."""
-    micros = (_utc(moment) - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1)
+    micros = (utc(moment) - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1)
     per_second = _UNITS_PER_SECOND[unit]
     if per_second >= 1_000_000:
         return micros * (per_second // 1_000_000)
@@ -462,7 +463,3 @@ def _static_directory(pattern: str) -> Path:
             break
         static.append(part)
     return Path(*static) if static else Path(".")
-
-
-def _utc(moment: datetime) -> datetime:
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)

@@ -39,15 +39,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql
 
-from monitor.sources.count_sql import (
-    INVALID_TIMESTAMP,
-    CountRequest,
-    count_statement,
-    missing_column,
-    range_column,
-)
+from monitor.sources.contract import INVALID_TIMESTAMP, CountRequest, missing_column, range_column
+from monitor.sources.count_sql import DOLLAR_DIALECT, count_statement
 from monitor.sources.files.counts import Uncountable
 from monitor.sources.files.text_files import TextFiles, prepare
 from monitor.sources.files.text_timestamps import TextInstant, place
@@ -67,8 +61,6 @@ from monitor.sources.files.text_values import (
 
 __all__ = ["count_text"]
 
-#: DuckDB reads PostgreSQL's SQL, with ``$1`` placeholders.
-_DIALECT = postgresql.psycopg.dialect(paramstyle="numeric_dollar")  # type: ignore[no-untyped-call]
 _VIEW = "fairwatch_log"
 _TS_RAW = "__ts_text"  # an undecided timestamp's text
 _TS_MISSING = "__ts_missing"
@@ -175,7 +167,7 @@ class _Count:
         )
 
     def _fetch(self, statement: sa.Select[Any]) -> pd.DataFrame:
-        compiled = statement.compile(dialect=_DIALECT, compile_kwargs={"render_postcompile": True})
+        compiled = statement.compile(dialect=DOLLAR_DIALECT, compile_kwargs={"render_postcompile": True})
         params = [compiled.params[name] for name in compiled.positiontup or ()]
         result = self.conn.execute(compiled.string, params)
         to_arrow = getattr(result, "to_arrow_table", None) or result.fetch_arrow_table

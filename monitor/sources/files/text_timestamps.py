@@ -35,8 +35,9 @@ import numpy as np
 import pandas as pd
 import sqlalchemy as sa
 
-from monitor.sources.contract import normalize_timestamps
+from monitor.core.times import utc
 from monitor.sources.files.counts import Uncountable
+from monitor.sources.frames import normalize_timestamps
 
 __all__ = ["EPOCH_TEXT", "ISO_TEXT", "TextInstant", "epoch_threshold", "place"]
 
@@ -114,8 +115,8 @@ class TextInstant:
 
 def epoch_threshold(at: datetime) -> float:
     """The least float64 of epoch seconds that the row path reads as ``at`` or later."""
-    target = pd.Timestamp(_utc(at))
-    guess = (_utc(at) - _EPOCH) / timedelta(seconds=1)  # within a unit in the last place
+    target = pd.Timestamp(utc(at))
+    guess = (utc(at) - _EPOCH) / timedelta(seconds=1)  # within a unit in the last place
     below, above = [guess], [guess]
     for _ in range(8):
         below.append(float(np.nextafter(below[-1], -np.inf)))
@@ -139,15 +140,11 @@ def place(
         if (years < _YEARS[0]).any() or (years > _YEARS[1]).any():
             raise Uncountable("a timestamp outside the years 1678-2261 (pandas reads those per column)")
     inside = [
-        valid & (moments >= pd.Timestamp(_utc(lo))).to_numpy() & (moments < pd.Timestamp(_utc(hi))).to_numpy()
+        valid & (moments >= pd.Timestamp(utc(lo))).to_numpy() & (moments < pd.Timestamp(utc(hi))).to_numpy()
         for lo, hi in ranges
     ]
     return ~valid, inside
 
 
 def _nanos(at: datetime) -> int:
-    return ((_utc(at) - _EPOCH) // timedelta(microseconds=1)) * 1000
-
-
-def _utc(moment: datetime) -> datetime:
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    return ((utc(at) - _EPOCH) // timedelta(microseconds=1)) * 1000

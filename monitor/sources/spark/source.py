@@ -25,23 +25,24 @@ Java 17 or newer for ``local`` masters).
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from monitor.config import SourceConfig
 from monitor.core.secrets import mask, url_secrets
-from monitor.sources.contract import WEIGHT, Batch, filter_window
-from monitor.sources.count_sql import (
+from monitor.core.times import utc
+from monitor.sources.contract import (
     INVALID_TIMESTAMP,
+    WEIGHT,
+    Batch,
     CountRequest,
     IndicatorFlags,
-    counted_batch,
-    flaggable,
     missing_column,
     range_column,
 )
+from monitor.sources.frames import counted_batch, filter_window, flaggable
 from monitor.sources.spark.session import SparkJobs
 
 if TYPE_CHECKING:
@@ -210,7 +211,7 @@ def _inside(frame: DataFrame, column: str, start: datetime, end: datetime) -> Co
 
     kind = type(frame.schema[column].dataType).__name__
     col = F.col(column)
-    lo, hi = _utc(start), _utc(end)
+    lo, hi = utc(start), utc(end)
     if kind == "TimestampType":
         return (col >= F.lit(lo)) & (col < F.lit(hi))
     if kind == "TimestampNTZType":  # UTC wall time
@@ -229,8 +230,8 @@ def _dated(frame: DataFrame, column: str, start: datetime, end: datetime) -> Col
 
     if type(frame.schema[column].dataType).__name__ not in _DATED:
         return None
-    lo_day = (_utc(start).date() - timedelta(days=1)).isoformat()
-    hi_day = (_utc(end).date() + timedelta(days=2)).isoformat()
+    lo_day = (utc(start).date() - timedelta(days=1)).isoformat()
+    hi_day = (utc(end).date() + timedelta(days=2)).isoformat()
     text = F.col(column).cast("string")
     day = F.substring(text, 1, 10)
     return ~text.rlike(_ISO_DATE) | ((day >= F.lit(lo_day)) & (day < F.lit(hi_day)))
@@ -262,7 +263,3 @@ def _pandas(frame: DataFrame) -> pd.DataFrame:
     """A Spark result as pandas, through Arrow (not pyspark's own toPandas: no per-row objects)."""
     out: pd.DataFrame = frame.toArrow().to_pandas()
     return out
-
-
-def _utc(moment: datetime) -> datetime:
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)

@@ -28,7 +28,9 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects import sqlite
+
+from monitor.sources.count_sql import DOLLAR_DIALECT
 
 __all__ = ["ArrowReadTimeout", "ArrowReader"]
 
@@ -36,7 +38,7 @@ _DRIVERS = {"sqlite": "adbc_driver_sqlite", "postgresql": "adbc_driver_postgresq
 #: Compiles statements with the placeholders each ADBC driver expects (``?``, ``$1``).
 _DIALECTS: dict[str, Callable[[], sa.Dialect]] = {
     "sqlite": sqlite.dialect,
-    "postgresql": lambda: postgresql.psycopg.dialect(paramstyle="numeric_dollar"),  # type: ignore[no-untyped-call]
+    "postgresql": lambda: DOLLAR_DIALECT,
     "duckdb": lambda: _duckdb_dialect(),
 }
 #: Parameter types SQLite's driver binds as SQLAlchemy would (others: pandas reads the window).

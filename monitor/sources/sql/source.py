@@ -42,18 +42,10 @@ from sqlalchemy.engine import Connection, Engine, make_url
 from monitor.config import SourceConfig
 from monitor.core.errors import ConfigError, SourceError
 from monitor.core.secrets import mask, mask_url, url_secrets
-from monitor.sources.contract import Batch, filter_window
-from monitor.sources.count_sql import (
-    CountRequest,
-    Instant,
-    LabelJoin,
-    Prefilter,
-    count_keys,
-    count_statement,
-    counted_batch,
-    flaggable,
-    numeric_columns,
-)
+from monitor.core.times import utc
+from monitor.sources.contract import Batch, CountRequest, LabelJoin, Source
+from monitor.sources.count_sql import Instant, Prefilter, count_statement, numeric_columns
+from monitor.sources.frames import count_keys, counted_batch, filter_window, flaggable
 from monitor.sources.sql.arrow import ArrowReader, ArrowReadTimeout
 from monitor.sources.sql.columns import columns_table
 from monitor.sources.sql.timestamps import (
@@ -62,7 +54,6 @@ from monitor.sources.sql.timestamps import (
     detect_encoding,
     julian_day,
     placeholder_encoding,
-    utc,
 )
 
 __all__ = ["SqlSource", "TimestampEncoding", "detect_encoding"]
@@ -123,6 +114,7 @@ class SqlSource:
         self._warned_unknown = False
         self._warned_reflection = False
         self._timestamp_indexed = False  # an index leads with the timestamp column (found when reflected)
+        self._labels: SqlSource | None = None  # a label table of this database, joined while counting
 
     def _bound_statements(self) -> None:
         """``source.timeout`` per statement: PostgreSQL's ``statement_timeout`` (lock waits
@@ -278,7 +270,18 @@ class SqlSource:
         names it).
         """
         frame = self._counting(lambda conn: self._counted_frame(conn, request, start, end))
-        return None if frame is None else counted_batch(frame, request, self._flagged)
+        if frame is None:
+            return None
+        batch = counted_batch(frame, request, self._flagged)
+        if request.labels is not None:
+            # the label rows the row path rejects (arrival times it cannot read), counted alike
+            assert self._labels is not None and self._labels.timestamp_column is not None
+            arrival = CountRequest(self._labels.timestamp_column, (), (), ((start, end),))
+            arrived = self._labels.read_counts(arrival, start, end)
+            if arrived is None:
+                return None
+            batch.rejected.update(arrived.rejected)
+        return batch
 
     @property
     def narrow_reads(self) -> bool:
@@ -424,23 +427,26 @@ class SqlSource:
 
     # -- labels in their own table ------------------------------------------------------------------
 
-    def joins_labels_of(self, other: object) -> bool:
-        """Whether the database can join ``other``'s labels while it counts: both are tables of
-        this database (the same URL), and the labels record when they arrived."""
-        return (
-            isinstance(other, SqlSource)
-            and other.config.url == self.config.url
+    def bind_labels(self, labels: Source) -> bool:
+        """Join ``labels``'s table into counts that ask for labels, from now on: where both are tables
+        of this database (the same URL) and the labels record when they arrived."""
+        if not (
+            isinstance(labels, SqlSource)
+            and labels.config.url == self.config.url
             and self._query is None
-            and other._query is None
-            and other.timestamp_column is not None
-        )
+            and labels.config.query is None
+            and labels.timestamp_column is not None
+        ):
+            return False
+        self._labels = labels
+        return True
 
     def latest_labels(
         self, conn: Connection, id_column: str, label_column: str, start: datetime, end: datetime
     ) -> sa.Subquery | str:
         """``(__jid, __jlabel)``: the latest label of each id that arrived in ``[start, end)`` - what
         :func:`~monitor.reading.label_join.join_labels` keeps - or why the database cannot tell."""
-        assert self.timestamp_column is not None, "joins_labels_of requires arrival times"
+        assert self.timestamp_column is not None, "bind_labels requires arrival times"
         table = self._selectable(conn)
         if missing := [c for c in (id_column, label_column) if c not in table.c]:
             return f"label column(s) {missing} missing"
@@ -495,7 +501,8 @@ class SqlSource:
         self, conn: Connection, log: sa.FromClause, join: LabelJoin, start: datetime, end: datetime
     ) -> sa.Subquery | str:
         """The log with ``join.column`` = its own label, else the latest joined one (a subquery)."""
-        labels: SqlSource = join.source
+        labels = self._labels
+        assert labels is not None, "requests join labels only after bind_labels"
         latest = labels.latest_labels(conn, join.id, join.label, start, end)
         if isinstance(latest, str):
             return latest

@@ -11,12 +11,14 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any, Literal, cast
 
 import sqlalchemy as sa
 from sqlalchemy.sql.type_api import TypeEngine
+
+from monitor.core.times import utc
 
 __all__ = [
     "SECOND_DAYS",
@@ -25,7 +27,6 @@ __all__ = [
     "detect_encoding",
     "julian_day",
     "placeholder_encoding",
-    "utc",
 ]
 
 # ISO-8601 text with seconds and a UTC designator (or none: naive means UTC). Text like this
@@ -141,11 +142,6 @@ _UNIX_EPOCH_JD = 2440587.5
 def julian_day(moment: datetime) -> float:
     """The Julian day SQLite's ``julianday()`` gives the same instant."""
     return utc(moment).timestamp() / 86400 + _UNIX_EPOCH_JD
-
-
-def utc(moment: datetime) -> datetime:
-    """Aware UTC; a naive datetime is taken as UTC (as everywhere in fairwatch)."""
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 def ceil_second(moment: datetime) -> datetime:
