@@ -31,7 +31,7 @@ from monitor import __version__
 from monitor.config import Settings
 from monitor.core.clock import Clock, SystemClock
 from monitor.core.errors import FairwatchError
-from monitor.evaluation.evaluators import build_evaluators
+from monitor.evaluation.evaluators import Evaluators, build_evaluators
 from monitor.http import LiveView, MetricsEndpoint, ServerHandle, make_app, serve
 from monitor.outputs.prometheus.collector import SnapshotCollector
 from monitor.service.alerting import AlertTracker
@@ -49,6 +49,7 @@ log = logging.getLogger("fairwatch")
 @dataclass
 class App:
     settings: Settings
+    evaluators: Evaluators
     monitor: Monitor
     registry: CollectorRegistry
     collector: SnapshotCollector
@@ -96,20 +97,9 @@ class App:
 
     def _plans(self, snapshot: Snapshot) -> list[dict[str, object]]:
         """Power plans of every model's last evaluation (``/api/v1/power``), at 90% power."""
-        from monitor.outputs.power import plan_model, plans_as_rows
+        from monitor.outputs.power import snapshot_plans
 
-        configs = {m.name: m for m in self.settings.models}
-        plans = []
-        for status in snapshot.models.values():
-            if status.last_evaluation is None or status.name not in configs:
-                continue
-            plans += plan_model(
-                status.last_evaluation,
-                configs[status.name],
-                confidence=self.settings.alerts.confidence,
-                method=self.settings.alerts.method,
-            )
-        return plans_as_rows(plans)
+        return snapshot_plans(snapshot, self.settings)
 
     def stop(self) -> None:
         """Stop scheduling (a running read ends within its ``source.timeout``), give queued alerts
@@ -119,10 +109,7 @@ class App:
         self.monitor.close(timeout=_delivery_timeout(self.settings) + 1)
         if self.server is not None:
             self.server.shutdown()
-        for ev in self.monitor.evaluators.values():
-            ev.source.close()
-            if ev.label_source is not None:
-                ev.label_source.close()
+        self.evaluators.close()
 
 
 def _delivery_timeout(settings: Settings) -> float:
@@ -210,6 +197,16 @@ def build_app(
     """Wire the whole service from validated settings."""
     clock = clock or SystemClock()
     evaluators = build_evaluators(settings, memory_sources=memory_sources, persist_panes=True)
+    try:
+        return _assemble(settings, evaluators, clock, notifiers)
+    except BaseException:  # a sink that cannot be built: the sources built already are closed
+        evaluators.close()
+        raise
+
+
+def _assemble(
+    settings: Settings, evaluators: Evaluators, clock: Clock, notifiers: list[Notifier] | None
+) -> App:
     tracker = AlertTracker(
         for_=settings.alerts.for_,
         keep_firing_for=settings.alerts.keep_firing_for,
@@ -244,4 +241,4 @@ def build_app(
             log.warning("job %s missed its run time", event.job_id)
 
     scheduler.add_listener(on_job_event, EVENT_JOB_ERROR | EVENT_JOB_MISSED | EVENT_JOB_MAX_INSTANCES)
-    return App(settings, monitor, registry, collector, scheduler, clock, history)
+    return App(settings, evaluators, monitor, registry, collector, scheduler, clock, history)

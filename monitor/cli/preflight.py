@@ -31,6 +31,7 @@ from monitor.core.errors import SourceError
 from monitor.core.secrets import mask_url
 from monitor.core.suggest import did_you_mean
 from monitor.reading.frame import group_columns
+from monitor.sources.sql.connection import short_cause
 from monitor.tasks import TASKS
 
 __all__ = ["SourceCheck", "check_sources"]
@@ -159,7 +160,7 @@ def _sql_columns(source: SourceConfig) -> tuple[str, list[str]]:
                 raise _Missing(what, f"no table or view {name!r} in {shown}{hint}")
             return what, [c["name"] for c in inspector.get_columns(source.table or "", schema=source.schema_)]
     except sa.exc.SQLAlchemyError as exc:
-        raise _Missing(what, f"cannot read {what}: {_short_cause(exc)}") from None
+        raise _Missing(what, f"cannot read {what}: {short_cause(exc)}") from None
     finally:
         engine.dispose()
 
@@ -185,12 +186,6 @@ def _query_columns(conn: sa.Connection, query: str) -> list[str]:
         sa.select(sa.literal_column("*")).select_from(text.columns().subquery("q")).limit(0)
     )
     return list(conn.execute(probe, params).keys())
-
-
-def _short_cause(exc: BaseException) -> str:
-    """The driver's own one-line message (the innermost error), without the SQL around it."""
-    inner: BaseException = getattr(exc, "orig", None) or exc
-    return f"{type(inner).__name__}: {str(inner).strip().splitlines()[0] if str(inner).strip() else ''}"
 
 
 def _file_columns(source: SourceConfig) -> tuple[str, list[str]]:

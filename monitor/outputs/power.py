@@ -27,6 +27,7 @@ from metrics_core.stats.power import Plan, detectable, rows_needed
 from monitor.config import ModelConfig, Settings
 from monitor.core.errors import ConfigError
 from monitor.evaluation.results import ModelEvaluation, WindowResult
+from monitor.service.snapshot import Snapshot
 
 __all__ = [
     "PlanRow",
@@ -34,6 +35,7 @@ __all__ = [
     "parse_effects",
     "plan_model",
     "plans_as_rows",
+    "snapshot_plans",
     "with_planning_rates",
 ]
 
@@ -276,3 +278,19 @@ def parse_effects(effects: Sequence[str]) -> dict[str, float]:
                 f"--effect {text!r}: {spec.name} cannot be planned (not a contrast of rates or an AUC)"
             )
     return out
+
+
+def snapshot_plans(snapshot: Snapshot, settings: Settings) -> list[dict[str, object]]:
+    """Power plans of every model's last evaluation in ``snapshot``, at 90% power (``/api/v1/power``)."""
+    configs = {m.name: m for m in settings.models}
+    plans = []
+    for status in snapshot.models.values():
+        if status.last_evaluation is None or status.name not in configs:
+            continue
+        plans += plan_model(
+            status.last_evaluation,
+            configs[status.name],
+            confidence=settings.alerts.confidence,
+            method=settings.alerts.method,
+        )
+    return plans_as_rows(plans)

@@ -49,6 +49,7 @@ __all__ = [
     "Instant",
     "Prefilter",
     "count_statement",
+    "grouped_keys",
     "numeric_columns",
     "rounded_score",
 ]
@@ -154,8 +155,11 @@ def count_statement(
         where = sa.and_(day, where)
     keys += extra
     each = sa.select(*keys).select_from(source).where(where)
-    if not grouped:
-        return each
+    return each if not grouped else grouped_keys(each)
+
+
+def grouped_keys(each: sa.Select[Any]) -> sa.Select[Any]:
+    """``SELECT <keys>, count(*) FROM (<each row's keys>) GROUP BY <keys>``."""
     rows = each.subquery("r")
     return sa.select(*rows.c, sa.func.count().label(WEIGHT)).group_by(*rows.c)
 

@@ -88,7 +88,7 @@ def test_mixed_types_in_a_sqlite_column_fall_back_to_pandas_once(
     source = SqlSource(SourceConfig(kind="sql", url=url, table="predictions"), timestamp_column="ts")
     try:
         assert source.reader == "arrow"
-        with caplog.at_level(logging.INFO, logger="monitor.sources.sql.source"):
+        with caplog.at_level(logging.INFO, logger="monitor.sources.sql"):
             first = source.read(NOW - timedelta(hours=9), NOW)
             second = source.read(NOW - timedelta(hours=9), NOW)
         assert source.reader == "pandas"
@@ -161,7 +161,7 @@ def test_a_passing_arrow_failure_keeps_arrow_three_in_a_row_give_it_up(
     try:
         with (
             pytest.MonkeyPatch.context() as patch,
-            caplog.at_level(logging.INFO, logger="monitor.sources.sql.source"),
+            caplog.at_level(logging.INFO, logger="monitor.sources.sql"),
         ):
             patch.setattr(ArrowReader, "compile", flaky)
             expected = read()

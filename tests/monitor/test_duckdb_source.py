@@ -29,7 +29,8 @@ from monitor.config import SourceConfig, load_settings
 from monitor.core.errors import SourceError
 from monitor.evaluation.results import ModelEvaluation
 from monitor.sources.count_sql import rounded_score
-from monitor.sources.sql.columns import sql_type
+from monitor.sources.sql.arrow import RowReader
+from monitor.sources.sql.schema import sql_type
 from monitor.sources.sql.source import SqlSource
 from monitor.tasks.binary import round_scores
 from tests.monitor import test_panes
@@ -72,10 +73,10 @@ TIMESTAMPS = {
 def no_silent_pandas_reads(monkeypatch: pytest.MonkeyPatch) -> None:
     """An Arrow read that fails falls back to ``pandas.read_sql`` quietly: here it fails the test."""
 
-    def fail(self: SqlSource, exc: Exception, conn: Any) -> Any:
+    def fail(self: RowReader, exc: Exception, conn: Any) -> Any:
         raise AssertionError(f"the Arrow read failed: {exc!r}")
 
-    monkeypatch.setattr(SqlSource, "_arrow_failed", fail)
+    monkeypatch.setattr(RowReader, "_arrow_failed", fail)
 
 
 def write_duckdb(path: Path, tables: dict[str, tuple[pd.DataFrame, list[tuple[str, str]]]]) -> str:
@@ -146,7 +147,7 @@ def test_text_timestamps_read_rows_prefiltered_by_day(
     frame = dirty_log()
     frame = pd.concat([frame, frame.head(50).assign(ts=frame["ts"].head(50) - timedelta(days=5))])
     url = duckdb_log(tmp_path, frame.reset_index(drop=True), "iso-text")
-    with caplog.at_level("INFO", logger="monitor.sources.sql.source"):
+    with caplog.at_level("INFO", logger="monitor.sources.sql"):
         counted, statements = evaluate(source(url), aggregate=True)
     assert comparable(counted) == comparable(evaluate(source(url), aggregate=False)[0])
     assert not counted_by_the_database(statements)
@@ -267,20 +268,21 @@ def test_columns_and_their_kinds_come_from_information_schema(tmp_path: Path) ->
         conn.execute("CREATE TABLE other.t (ts TIMESTAMP, w VARCHAR)")
     engine = sa.create_engine(f"duckdb:///{path}")
     with engine.connect() as conn, pytest.raises(sa.exc.ProgrammingError, match="pg_collation"):
-        sa.Table("t", sa.MetaData(), autoload_with=conn)  # still broken upstream: else drop sql_columns
+        sa.Table("t", sa.MetaData(), autoload_with=conn)  # still broken upstream: else drop schema.columns_table
     engine.dispose()
     log = sql_source(f"duckdb:///{path}", "t")
     assert len(log.read(NOW - timedelta(days=1), NOW).frame) == 1
-    assert log._numeric == {"i", "u", "h", "f", "d", "Dec"}
-    assert log._integer == {"i", "u", "h"}
-    assert log._single == {"f"}
-    assert log._text == {"v"}
-    assert log._table is not None
-    assert list(log._table.c.keys()) == ["ts", "i", "u", "h", "f", "d", "Dec", "v", "b", "l", "s", "day"]
+    schema = log._schema
+    assert schema is not None
+    assert schema.numeric == {"i", "u", "h", "f", "d", "Dec"}
+    assert schema.integer == {"i", "u", "h"}
+    assert schema.single == {"f"}
+    assert schema.text == {"v"}
+    assert list(schema.table.c.keys()) == ["ts", "i", "u", "h", "f", "d", "Dec", "v", "b", "l", "s", "day"]
     log.close()
     other = sql_source(f"duckdb:///{path}", "t", schema="other")
     other.read(NOW - timedelta(days=1), NOW)
-    assert other._text == {"w"} and not other._numeric
+    assert other._schema is not None and other._schema.text == {"w"} and not other._schema.numeric
     other.close()
     with pytest.raises(SourceError, match="table 'nope' not found"):
         sql_source(f"duckdb:///{path}", "nope").read(NOW - timedelta(days=1), NOW)
@@ -343,7 +345,8 @@ def test_an_arrow_read_past_its_deadline_is_interrupted(tmp_path: Path) -> None:
     with duckdb.connect(str(path)) as conn:
         conn.execute("CREATE TABLE t (x BIGINT)")
     log = sql_source(f"duckdb:///{path}", "t")
-    assert log._arrow is not None
+    arrow = log._reader._arrow
+    assert arrow is not None
     slow = (
         sa.select(sa.func.count())
         .select_from(
@@ -354,7 +357,7 @@ def test_an_arrow_read_past_its_deadline_is_interrupted(tmp_path: Path) -> None:
     )
     started = time.monotonic()
     with pytest.raises(duckdb.InterruptException):
-        log._arrow.read(slow, time.monotonic() + 1)
+        arrow.read(slow, time.monotonic() + 1)
     assert time.monotonic() - started < 10
     log.close()
 

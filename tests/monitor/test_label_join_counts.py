@@ -193,7 +193,7 @@ def test_ids_of_different_types_are_joined_in_python(
         lambda v: None if pd.isna(v) else str(int(v))
     )  # text ids, numbers in the log
     url = sqlite_store(tmp_path, "binary", labels)
-    with caplog.at_level("INFO", logger="monitor.sources.sql.source"):
+    with caplog.at_level("INFO", logger="monitor.sources.sql"):
         counted, statements = evaluate(url, aggregate=True, task="binary")
     assert not joined_by_the_database(statements)
     assert "labels not joined in the database: ids compared as text in Python" in caplog.text

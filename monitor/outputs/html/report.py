@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from html import escape
@@ -260,18 +261,22 @@ def build_report(
     """Evaluate each model (or those named) at each instant of ``at`` and gather the report, with
     the power figures at the last instant (one more evaluation, with the rates planning reads);
     ``evaluations`` already made (``fairwatch check``) are used as they are, without power figures."""
-    from monitor.evaluation.evaluators import build_evaluators
+    from monitor.evaluation.evaluators import Evaluators, build_evaluators
     from monitor.outputs.power import plan_model, plans_as_rows, with_planning_rates
 
     configs = {m.name: m for m in settings.models if models is None or m.name in models}
     summaries: dict[str, ModelSummary] = {}
     plans: list[dict[str, object]] = []
     made, evaluations = evaluations is None, evaluations or {}
-    evaluators = build_evaluators(settings)
-    planners = build_evaluators(with_planning_rates(settings)) if made and at else {}
-    for name, model in configs.items():
-        evaluator, planner = evaluators[name], planners.get(name)
-        try:
+    with ExitStack() as closing:
+        evaluators = closing.enter_context(build_evaluators(settings, models=list(configs)))
+        planners = closing.enter_context(
+            build_evaluators(with_planning_rates(settings), models=list(configs))
+            if made and at
+            else Evaluators({})
+        )
+        for name, model in configs.items():
+            evaluator, planner = evaluators[name], planners.get(name)
             summaries[name] = ModelSummary.of(model, mask(evaluator.source.describe(), settings.secrets()))
             if not made:
                 continue
@@ -288,12 +293,6 @@ def build_report(
                         last, model, confidence=settings.alerts.confidence, method=settings.alerts.method
                     )
                 )
-        finally:
-            for ev in (evaluator, planner):
-                if ev is not None:
-                    ev.source.close()
-                    if ev.label_source is not None:
-                        ev.label_source.close()
     return Report(
         title=title or f"fairwatch report: {', '.join(evaluations)}",
         generated_at=datetime.now(UTC),

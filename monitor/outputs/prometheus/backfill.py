@@ -212,13 +212,9 @@ def backfill(
     ``advance(description)`` is called after each evaluation (for a progress bar). Nothing is written
     unless every evaluation succeeded.
     """
-    unknown = sorted(set(models or ()) - {m.name for m in settings.models})
-    if unknown:
-        raise ConfigError(f"--model: no model named {', '.join(unknown)} in the config")
-    evaluators = {name: ev for name, ev in build_evaluators(settings).items() if not models or name in models}
     intervals = {m.name: m.interval.total_seconds() for m in settings.models}
     history = _History(labels)
-    try:
+    with build_evaluators(settings, models=models) as evaluators:
         for at in instants:
             statuses = {}
             for name, evaluator in evaluators.items():
@@ -227,11 +223,6 @@ def backfill(
                 )
                 advance(f"{name} at {at:%Y-%m-%d %H:%M}")
             history.add(evaluation_families(Snapshot(MappingProxyType(statuses))), at)
-    finally:
-        for evaluator in evaluators.values():
-            evaluator.source.close()
-            if evaluator.label_source is not None:
-                evaluator.label_source.close()
     for piece in history.render():
         write(piece)
     return BackfillResult(

@@ -11,28 +11,36 @@ table; a user's ``query:`` on SQLite keeps pandas, whose progress handler can in
 the ADBC SQLite driver cannot cancel a statement). A DuckDB database needs no ADBC driver: the
 source engine's own DuckDB connection returns Arrow record batches (DuckDB refuses a second
 connection to a file this process has open with another configuration), and is interrupted at
-the read's deadline. Between batches the read's deadline is checked. The caller falls back to ``pandas.read_sql`` whenever this path fails (a column
-whose stored types are mixed, which Arrow cannot hold in one column, for instance).
+the read's deadline. Between batches the read's deadline is checked. :class:`RowReader` falls back to
+``pandas.read_sql`` whenever this path fails (a column whose stored types are mixed, which Arrow
+cannot hold in one column, for instance).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import logging
 import math
 import threading
 import time
 from collections.abc import Callable, Collection, Iterator
 from contextlib import closing, contextmanager
-from typing import Any
+from typing import Any, Literal
 
 import pandas as pd
 import pyarrow as pa
 import sqlalchemy as sa
 from sqlalchemy.dialects import sqlite
 
-from monitor.sources.count_sql import DOLLAR_DIALECT
+from monitor.core.errors import SourceError
+from monitor.sources.count_sql import DOLLAR_DIALECT, grouped_keys
+from monitor.sources.frames import count_keys
 
-__all__ = ["ArrowReadTimeout", "ArrowReader"]
+__all__ = ["ArrowReadTimeout", "ArrowReader", "RowReader"]
+
+logger = logging.getLogger(__name__)
+
+_STRIKES = 3  # Arrow reads failing in a row (SQLAlchemy then reading) before a source gives Arrow up
 
 _DRIVERS = {"sqlite": "adbc_driver_sqlite", "postgresql": "adbc_driver_postgresql", "duckdb": "duckdb_engine"}
 #: Compiles statements with the placeholders each ADBC driver expects (``?``, ``$1``).
@@ -187,3 +195,92 @@ def _duckdb_dialect() -> sa.Dialect:
 
 def _dbapi(module: str) -> Any:
     return importlib.import_module(f"{module}.dbapi")
+
+
+class RowReader:
+    """A statement's result as a frame: as Arrow columns where an ADBC driver applies (``arrow``),
+    else through ``pandas.read_sql``; and through pandas once when an Arrow read fails.
+
+    A timeout is the read's failure; any other Arrow failure is retried through SQLAlchemy on the
+    read's connection, whose failure, if it fails too, is the read's. Arrow is given up for the
+    source (logged once) when the data is the cause - values of a type the driver cannot hold - or
+    after three such failures in a row; a passing cause (a lock SQLite's own driver waited out) keeps it.
+    """
+
+    def __init__(
+        self,
+        arrow: ArrowReader | None,
+        *,
+        deadline: Callable[[], float],
+        timeout: float,
+        describe: Callable[[], str],
+        cause: Callable[[BaseException], str],
+    ) -> None:
+        self._arrow = arrow
+        self._deadline = deadline
+        self._timeout = timeout
+        self._describe = describe
+        self._cause = cause
+        self._strikes, self._failure = 0, ""  # Arrow reads failed in a row; the last cause
+
+    @property
+    def kind(self) -> Literal["arrow", "pandas"]:
+        return "pandas" if self._arrow is None else "arrow"
+
+    def rows(
+        self, conn: sa.Connection, statement: sa.Select[Any] | sa.TextClause, *, text: Collection[str] | None
+    ) -> pd.DataFrame:
+        """The statement's rows (``text``: see :meth:`ArrowReader.read`)."""
+        if self._arrow is None:
+            return pd.read_sql(statement, conn)
+        try:
+            frame = self._arrow.read(statement, self._deadline(), text=text)
+        except Exception as exc:
+            frame = pd.read_sql(statement, self._arrow_failed(exc, conn))
+            self._give_up(exc, "reading rows through pandas")
+            return frame
+        self._strikes = 0
+        return frame
+
+    def counts(
+        self, conn: sa.Connection, keys: sa.Select[Any], *, text: Collection[str], in_python: bool
+    ) -> pd.DataFrame:
+        """``keys`` (each row's keys: the ungrouped count statement) counted: by pandas' hash grouping
+        over Arrow chunks ``in_python`` (where the database's own ``GROUP BY`` is the slow part:
+        SQLite sorts every row), else by the database, its combinations read as Arrow columns."""
+        if self._arrow is None:
+            return pd.read_sql(grouped_keys(keys), conn)
+        try:
+            if in_python:
+                frame = count_keys(self._arrow.read_chunks(keys, self._deadline(), text=text))
+            else:
+                frame = self._arrow.read(grouped_keys(keys), self._deadline())
+        except Exception as exc:
+            frame = pd.read_sql(grouped_keys(keys), self._arrow_failed(exc, conn))
+            self._give_up(exc, "counting in the database")
+            return frame
+        self._strikes = 0
+        return frame
+
+    def _arrow_failed(self, exc: Exception, conn: sa.Connection) -> sa.Connection:
+        """A timeout fails the read; anything else is read again through SQLAlchemy on ``conn``."""
+        if (
+            isinstance(exc, ArrowReadTimeout)
+            or time.monotonic() > self._deadline()
+            or "timeout" in str(exc).lower()
+        ):
+            raise SourceError(
+                f"cannot read {self._describe()}: statement timeout: the read ran longer than "
+                f"source.timeout ({self._timeout:g} s)"
+            ) from None
+        self._failure = self._cause(exc)
+        return conn
+
+    def _give_up(self, exc: Exception, instead: str) -> None:
+        self._strikes += 1
+        data = isinstance(exc, TypeError | pa.ArrowException) or "type mismatch" in str(exc).lower()
+        if data or self._strikes >= _STRIKES:
+            logger.info(
+                "%s: %s from now on; the Arrow read failed: %s", self._describe(), instead, self._failure
+            )
+            self._arrow = None

@@ -8,9 +8,11 @@ several styles); :func:`detect_encoding` tells which from the column's extremes,
 
 from __future__ import annotations
 
+import logging
 import math
 import re
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any, Literal, cast
@@ -19,15 +21,21 @@ import sqlalchemy as sa
 from sqlalchemy.sql.type_api import TypeEngine
 
 from monitor.core.times import utc
+from monitor.sources.count_sql import Instant, Prefilter
 
 __all__ = [
     "SECOND_DAYS",
+    "StoredTimestamps",
     "TimestampEncoding",
     "ceil_second",
+    "day_range",
     "detect_encoding",
+    "instant",
     "julian_day",
     "placeholder_encoding",
 ]
+
+logger = logging.getLogger(__name__)
 
 # ISO-8601 text with seconds and a UTC designator (or none: naive means UTC). Text like this
 # sorts chronologically as long as every row uses the same date/time separator.
@@ -157,3 +165,111 @@ def placeholder_encoding(timestamp_format: str) -> TimestampEncoding:
     if timestamp_format in ("iso", "iso_utc"):
         return TimestampEncoding("iso", separator="T", exact=True)
     return TimestampEncoding("datetime", aware=True)  # auto | datetime
+
+
+class StoredTimestamps:
+    """How one source's timestamp ``column`` is stored, learnt from its smallest and largest value.
+
+    Detected at every read (two index lookups where the column is indexed): a writer that changes
+    format while the service runs shows up at the extremes, and the prefilter follows. ``min`` and
+    ``max`` are separate scalar subqueries: SQLite answers a lone ``min()`` or ``max()`` from the
+    index, but scans every row for a select that has both.
+    """
+
+    def __init__(self, column: str | None, declared: str, describe: Callable[[], str]) -> None:
+        self.column = column
+        self.declared = declared  # timestamp_format
+        self.encoding: TimestampEncoding | None = None  # what the last read found
+        self._describe = describe
+        self._warned_unknown = False
+
+    def detect(self, conn: sa.Connection, source: sa.FromClause) -> TimestampEncoding | None:
+        """The encoding now (``None``: no rows yet, nothing to learn; try again next time)."""
+        assert self.column is not None
+        column = source.c[self.column]
+        low, high = conn.execute(
+            sa.select(
+                sa.select(sa.func.min(column)).scalar_subquery(),
+                sa.select(sa.func.max(column)).scalar_subquery(),
+            )
+        ).one()
+        encoding = detect_encoding(low, high)
+        if encoding is None:
+            return None
+        self._check_declared_format(encoding)
+        if encoding.kind == "iso" and self.declared == "iso_utc":
+            # declared: every row is UTC text in the extremes' style, so text bounds to the second are safe
+            encoding = replace(encoding, exact=True)
+        if encoding.kind == "unknown" and not self._warned_unknown:
+            self._warned_unknown = True
+            logger.warning(
+                "%s: timestamps in %r are of mixed or unrecognised form (%r .. %r); reading without "
+                "a database-side time filter",
+                self._describe(),
+                self.column,
+                type(low).__name__,
+                type(high).__name__,
+            )
+        if self.encoding is not None and encoding != self.encoding:
+            logger.warning(
+                "%s: timestamps in %r changed form (%s -> %s); prefiltering for the new form",
+                self._describe(),
+                self.column,
+                self.encoding.kind,
+                encoding.kind,
+            )
+        self.encoding = encoding
+        return encoding
+
+    def _check_declared_format(self, encoding: TimestampEncoding) -> None:
+        """The stored values decide how to bind; say so when they contradict ``timestamp_format``."""
+        kind = "iso" if encoding.kind in ("iso", "iso_day") and self.declared != "iso_utc" else encoding.kind
+        # SQLite stores DATETIME as text: "datetime" and "iso" both mean text there.
+        compatible: dict[str, set[str]] = {
+            "auto": {kind},
+            "iso": {"iso"},
+            "iso_utc": {"iso"},
+            "epoch": {"epoch"},
+            "datetime": {"datetime", "iso"},
+        }
+        if kind not in compatible[self.declared]:
+            logger.warning(
+                "%s: timestamp_format is %r but %r holds %s values; binding for what is stored",
+                self._describe(),
+                self.declared,
+                self.column,
+                encoding.kind,
+            )
+
+
+def instant(column: sa.ColumnElement[Any], encoding: TimestampEncoding, sqlite: bool) -> Instant | None:
+    """The stored timestamp as an exactly comparable instant, with its bound expression; ``None``
+    where the database cannot read it exactly (text outside SQLite, unknown forms)."""
+    if encoding.kind in ("epoch", "datetime"):
+
+        def bound(moment: datetime, name: str) -> sa.ColumnElement[Any]:
+            low, _, sql_type = encoding.bounds(moment, moment) or (None, None, None)
+            return sa.bindparam(name, low, type_=sql_type)
+
+        return column, bound
+    if encoding.kind in ("iso", "iso_day") and sqlite:
+        # SQLite reads both sides alike, to the millisecond (julianday keeps milliseconds)
+        def julian(moment: datetime, name: str) -> sa.ColumnElement[Any]:
+            text = utc(moment).strftime("%Y-%m-%d %H:%M:%S.%f")
+            return sa.func.julianday(sa.bindparam(name, text, type_=sa.String()))
+
+        return sa.func.julianday(column), julian
+    return None
+
+
+def day_range(column: sa.ColumnElement[Any], encoding: TimestampEncoding) -> Prefilter:
+    """Text timestamps: the whole-day text range of a time range, which an index on the column serves."""
+
+    def prefilter(lo: datetime, hi: datetime, name: str) -> sa.ColumnElement[bool]:
+        low, high, sql_type = encoding.bounds(lo, hi) or (None, None, None)
+        return sa.and_(
+            column >= sa.bindparam(f"{name}_lo", low, type_=sql_type),
+            column < sa.bindparam(f"{name}_hi", high, type_=sql_type),
+        )
+
+    return prefilter

@@ -1,0 +1,188 @@
+"""A SQL source's database: one SQLAlchemy engine, every read under the source's deadline.
+
+``source.timeout`` bounds each read: PostgreSQL's ``statement_timeout`` (lock waits included),
+for SQLite a progress handler that interrupts a statement running past the read's deadline, for
+DuckDB a timer that interrupts the connection. Other databases: only the connection's own
+timeouts. Connection attempts and lock waits are bounded too (:func:`engine_options`). Whatever
+fails inside a read is a :class:`~monitor.core.errors.SourceError` of one line naming the driver's
+error without the SQL, its parameters or the password (:func:`short_cause`).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable, Collection, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from monitor.core.errors import SourceError
+from monitor.core.secrets import mask
+
+__all__ = ["Database", "engine_options", "short_cause"]
+
+
+class Database:
+    """The engine of one source, and the deadline of the read running on it.
+
+    The engine is created at once but nothing connects before the first read, so a database that
+    is down at start-up only fails that model's evaluations until it is back.
+    """
+
+    def __init__(
+        self, url: sa.URL, *, timeout: float, describe: Callable[[], str], secrets: Collection[str]
+    ) -> None:
+        self.url = url
+        self.timeout = timeout
+        self._describe = describe
+        self._secrets = secrets
+        self.deadline = math.inf  # monotonic time the running read must end by
+        self._interrupted = False
+        self.engine: Engine = sa.create_engine(url, pool_pre_ping=True, **engine_options(url, timeout))
+        self._bound_statements()
+
+    @property
+    def backend(self) -> str:
+        return self.url.get_backend_name()
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.backend == "sqlite"
+
+    def past_deadline(self) -> bool:
+        return time.monotonic() > self.deadline
+
+    @contextmanager
+    def reading(self, forget: Callable[[], None]) -> Iterator[Connection]:
+        """A connection for one read, under a fresh deadline. Every failure to read is a source
+        failure, however the driver's error comes back (SQLAlchemy's, or wrapped by pandas:
+        ``pandas.errors.DatabaseError`` for "database is locked"); ``forget`` runs first, since the
+        schema may have changed under us. The chained error would carry the SQL and its
+        parameters: it is not kept."""
+        self.check_file()
+        self.deadline, self._interrupted = time.monotonic() + self.timeout, False
+        try:
+            with self._connect() as conn:
+                yield conn
+        except SourceError:
+            raise
+        except Exception as exc:
+            forget()
+            raise SourceError(f"cannot read {self._describe()}: {self.cause(exc)}") from None
+        finally:
+            self.deadline = math.inf
+
+    def cause(self, exc: BaseException) -> str:
+        """:func:`short_cause`, or that the statement ran past ``source.timeout`` when it was interrupted."""
+        text = short_cause(exc, self._secrets)
+        if self._interrupted and "interrupt" in text.lower():
+            return f"statement timeout: the query ran longer than source.timeout ({self.timeout:g} s)"
+        return text
+
+    def check_file(self) -> None:
+        """SQLite (and DuckDB opened for writing) would silently create a missing database file; a
+        monitor should say it is missing."""
+        engine = {"sqlite": "SQLite", "duckdb": "DuckDB"}.get(self.backend)
+        if engine is None:
+            return
+        database = self.url.database or ""
+        if database in ("", ":memory:") or database.startswith(("file:", "md:")) or self.url.query.get("uri"):
+            return
+        if not Path(database).is_file():
+            raise SourceError(f"cannot read {self._describe()}: the {engine} database file does not exist")
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def _bound_statements(self) -> None:
+        """``source.timeout`` per statement (see the module docstring; DuckDB's timer is in :meth:`_connect`)."""
+        if self.backend == "postgresql":
+            milliseconds = str(max(1, round(self.timeout * 1000)))
+
+            @sa.event.listens_for(self.engine, "connect")
+            def _pg_timeout(dbapi_connection: Any, _record: Any) -> None:
+                cursor = dbapi_connection.cursor()
+                cursor.execute("SELECT set_config('statement_timeout', %s, false)", (milliseconds,))
+                cursor.close()
+                dbapi_connection.commit()
+
+        elif self.backend == "sqlite":
+
+            @sa.event.listens_for(self.engine, "connect")
+            def _sqlite_deadline(dbapi_connection: Any, _record: Any) -> None:
+                dbapi_connection.set_progress_handler(self._progress, 10_000)
+
+    @contextmanager
+    def _connect(self) -> Iterator[Connection]:
+        """A connection for one read; on DuckDB, which has no statement timeout, interrupted by a
+        timer at the read's deadline."""
+        with self.engine.connect() as conn:
+            if self.backend != "duckdb":
+                yield conn
+                return
+            timer = threading.Timer(
+                max(0.0, self.deadline - time.monotonic()),
+                self._interrupt,
+                (conn.connection.dbapi_connection,),
+            )
+            timer.daemon = True
+            timer.start()
+            try:
+                yield conn
+            finally:
+                timer.cancel()
+
+    def _interrupt(self, dbapi_connection: Any) -> None:
+        self._interrupted = True
+        dbapi_connection.interrupt()
+
+    def _progress(self) -> int:
+        """SQLite's progress handler: non-zero interrupts the running statement."""
+        if time.monotonic() > self.deadline:
+            self._interrupted = True
+            return 1
+        return 0
+
+
+def short_cause(exc: BaseException, secrets: Collection[str] = ()) -> str:
+    """One line naming the driver's error, without the SQL, parameters or password.
+
+    The innermost error of the chain is the driver's own (``sqlite3.OperationalError``,
+    ``psycopg.OperationalError``); the wrappers around it quote the statement.
+    """
+    cause: BaseException = exc
+    seen = {id(cause)}
+    while True:
+        inner = getattr(cause, "orig", None) or cause.__cause__ or cause.__context__
+        if not isinstance(inner, BaseException) or id(inner) in seen:
+            break
+        seen.add(id(inner))
+        cause = inner
+    lines = str(cause).strip().splitlines()
+    text = f"{type(cause).__name__}: {lines[0] if lines else ''}".rstrip(": ")
+    return mask(text, secrets)[:300]
+
+
+def engine_options(url: sa.URL, timeout: float) -> dict[str, Any]:
+    """Bounded connection attempts and lock waits: a silent network or a held lock must fail
+    this tick, not hang the scheduler. SQLite's ``timeout`` is how long a locked database is
+    waited for; PostgreSQL's ``connect_timeout`` bounds the connection.
+
+    DuckDB lets one process open a database file for writing, or several for reading only, and
+    a pooled connection would hold the file between ticks, locking out the application that
+    writes the log: each read opens the file read-only and closes it (a writer holding the
+    file then fails that tick, with DuckDB's lock error)."""
+    backend = url.get_backend_name()
+    if backend == "duckdb":
+        read_only = {} if "access_mode" in url.query else {"connect_args": {"read_only": True}}
+        return {"poolclass": sa.pool.NullPool, **read_only}
+    if backend == "postgresql" and "connect_timeout" not in url.query:
+        return {"connect_args": {"connect_timeout": max(1, min(10, math.ceil(timeout)))}}
+    if backend == "sqlite" and "timeout" not in url.query:
+        return {"connect_args": {"timeout": timeout}}
+    return {}
