@@ -32,8 +32,10 @@ from metrics_core.binary import (
 )
 from metrics_core.core.results import Comparison, MetricValue, ModelValue, Report
 from metrics_core.core.spec import FairRange, MetricSpec
+from metrics_core.engine.adjust import Adjustment
 from metrics_core.registry import REGISTRY, get_metric, metric_names, registry_as_dicts, resolve_fair_range
 from metrics_core.stats.bootstrap import poisson_bootstrap_interval
+from metrics_core.stats.contrasts import Method
 from metrics_core.stats.intervals import (
     bonferroni_level,
     katz_log_interval,
@@ -41,7 +43,8 @@ from metrics_core.stats.intervals import (
     normal_interval,
     wilson_interval,
 )
-from metrics_core.stats.judge import STATES, judge
+from metrics_core.stats.judge import DEFAULT_MIN_SAMPLES, STATES, judge
+from metrics_core.stats.power import Plan, detectable, rows_needed
 from metrics_core.window.groups import (
     REST,
     Attribute,
@@ -53,18 +56,22 @@ from metrics_core.window.groups import (
 from metrics_core.window.tables import LABELS, GroupCounts, ScoreTable, merge_tables
 
 __all__ = [
+    "DEFAULT_MIN_SAMPLES",
     "LABELS",
     "RATES",
     "REGISTRY",
     "REST",
     "STATES",
+    "Adjustment",
     "Attribute",
     "Comparison",
     "FairRange",
     "GroupCounts",
+    "Method",
     "MetricSpec",
     "MetricValue",
     "ModelValue",
+    "Plan",
     "Report",
     "ScoreTable",
     "bnsp_auc",
@@ -72,6 +79,7 @@ __all__ = [
     "bpsn_auc",
     "categorical_attribute",
     "coefficient_of_variation",
+    "detectable",
     "evaluate",
     "generalized_entropy_index",
     "get_metric",
@@ -90,6 +98,7 @@ __all__ = [
     "power_mean",
     "registry_as_dicts",
     "resolve_fair_range",
+    "rows_needed",
     "subgroup_auc",
     "table_for",
     "theil_index",

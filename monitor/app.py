@@ -27,10 +27,10 @@ from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
 from prometheus_client import CollectorRegistry
 
-from monitor import __version__
 from monitor.config import Settings
 from monitor.core.clock import Clock, SystemClock
 from monitor.core.errors import FairwatchError
+from monitor.core.version import __version__
 from monitor.evaluation.evaluators import Evaluators, build_evaluators
 from monitor.http import LiveView, MetricsEndpoint, ServerHandle, make_app, serve
 from monitor.outputs.prometheus.collector import SnapshotCollector
@@ -43,7 +43,7 @@ from monitor.sources.contract import Source
 
 __all__ = ["App", "build_app", "run_forever"]
 
-log = logging.getLogger("fairwatch")
+log = logging.getLogger(__name__)
 
 
 @dataclass

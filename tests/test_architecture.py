@@ -1,4 +1,4 @@
-"""The layers of metrics_core hold: import-linter keeps them, and catches an upward import.
+"""The layers of metrics_core and monitor hold: import-linter keeps them, and catches an upward import.
 
 ``scripts/test`` runs ``lint-imports`` on the tree itself; this test shows that the contract
 would fail on a violation, by planting one in a copy of the packages.
@@ -67,6 +67,64 @@ def test_the_layers_hold(tree: Path) -> None:
 def test_an_upward_import_breaks_a_contract(tree: Path, module: str, upward: str, message: str) -> None:
     path = tree / "metrics_core" / module
     path.write_text(path.read_text(encoding="utf-8") + f"\nimport {upward}  # noqa: E402\n", encoding="utf-8")
+    result = _lint(tree)
+    assert result.returncode != 0
+    assert message in result.stdout, result.stdout
+
+
+@pytest.mark.parametrize(
+    ("module", "imported", "message"),
+    [
+        # a layer importing one above it
+        ("core/errors.py", "monitor.config", "monitor.core is not allowed to import monitor.config"),
+        ("tasks/base.py", "monitor.config", "monitor.tasks is not allowed to import monitor.config"),
+        (
+            "evaluation/evaluator.py",
+            "monitor.service.snapshot",
+            "monitor.evaluation is not allowed to import monitor.service",
+        ),
+        ("outputs/json.py", "monitor.http", "monitor.outputs is not allowed to import monitor.http"),
+        ("app.py", "monitor.cli", "monitor.app is not allowed to import monitor.cli"),
+        # siblings that must stay independent
+        (
+            "sources/sql/source.py",
+            "monitor.sources.files",
+            "monitor.sources.sql is not allowed to import monitor.sources.files",
+        ),
+        (
+            "tasks/binary.py",
+            "monitor.tasks.text",
+            "monitor.tasks.binary is not allowed to import monitor.tasks.text",
+        ),
+        (
+            "outputs/power.py",
+            "monitor.outputs.html",
+            "monitor.outputs.power is not allowed to import monitor.outputs.html",
+        ),
+        # a cycle inside a package
+        ("reading/pane_store.py", "monitor.reading.panes", "No cycles are allowed in monitor.reading"),
+        # metrics_core only through its facades; terminals and SQL only where they belong
+        (
+            "evaluation/attributes.py",
+            "metrics_core.stats.judge",
+            "monitor.evaluation.attributes -> metrics_core.stats.judge",
+        ),
+        (
+            "tasks/regression.py",
+            "metrics_core.regression.kernels",
+            "monitor.tasks.regression -> metrics_core.regression.kernels",
+        ),
+        ("service/runner.py", "rich.console", "monitor.service.runner -> rich"),
+        ("reading/panes.py", "sqlalchemy", "monitor.reading.panes -> sqlalchemy"),
+    ],
+)
+def test_the_service_breaks_a_contract_on_a_planted_import(
+    tree: Path, module: str, imported: str, message: str
+) -> None:
+    path = tree / "monitor" / module
+    path.write_text(
+        path.read_text(encoding="utf-8") + f"\nimport {imported}  # noqa: E402\n", encoding="utf-8"
+    )
     result = _lint(tree)
     assert result.returncode != 0
     assert message in result.stdout, result.stdout

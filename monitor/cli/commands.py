@@ -289,9 +289,10 @@ def _cmd_report(args: argparse.Namespace, console: Console) -> int:
 def _cmd_backfill(args: argparse.Namespace, console: Console) -> int:
     from pathlib import Path
 
+    from monitor.cli.backfill import run_backfill
     from monitor.core.times import parse_duration
     from monitor.evaluation.evaluators import select_models
-    from monitor.outputs.prometheus.backfill import parse_labels, run_backfill
+    from monitor.outputs.prometheus.backfill import parse_labels
 
     try:
         step = parse_duration(args.step)

@@ -13,8 +13,8 @@ import math
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 
-from monitor import __version__
 from monitor.core.times import parse_duration
+from monitor.core.version import __version__
 
 __all__ = ["HelpFormatter", "build_parser", "duration", "fraction", "number", "port", "when"]
 

@@ -24,8 +24,7 @@ from pydantic import (
     model_validator,
 )
 
-from metrics_core import get_metric
-from metrics_core.stats.judge import DEFAULT_MIN_SAMPLES
+from metrics_core import DEFAULT_MIN_SAMPLES, get_metric
 from monitor.core.secrets import check_url, url_secrets
 from monitor.core.times import parse_duration
 from monitor.tasks import TASKS, TaskName, TaskOptions

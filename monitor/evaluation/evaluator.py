@@ -26,8 +26,6 @@ import numpy as np
 import pandas as pd
 
 import metrics_core as mc
-from metrics_core.engine.adjust import Adjustment
-from metrics_core.stats.contrasts import Method
 from monitor.config import ModelConfig
 from monitor.core.errors import ConfigError
 from monitor.evaluation.attributes import attributes
@@ -69,8 +67,8 @@ class Evaluator:
         label_source: Source | None = None,
         *,
         confidence: float = 0.95,
-        adjust: Adjustment = "none",
-        method: Method = "fixed",
+        adjust: mc.Adjustment = "none",
+        method: mc.Method = "fixed",
         progress: Callable[[str], None] | None = None,
         pane_store: PaneStore | None = None,
     ) -> None:
@@ -178,13 +176,13 @@ class Evaluator:
         values: list[mc.MetricValue] = []
         model_values: list[mc.ModelValue] = []
         n_alerting = sum(1 for s in specs if not s.informational and s.level == "group")
-        out_report, out_attrs = self._report(
+        out_report, out_attrs = self._compute(
             outcome, outcome_specs if not same else [s.name for s in specs], n_alerting, model, flagged
         )
         values += out_report.values
         model_values += out_report.model
         if not same and label_specs:
-            lab_report, _ = self._report(labeled_rows, label_specs, n_alerting, model, flagged)
+            lab_report, _ = self._compute(labeled_rows, label_specs, n_alerting, model, flagged)
             values += lab_report.values
             model_values += lab_report.model
         # The binary engine also reports the overall AUC, the anchor of the AUC family's ranges: never
@@ -216,7 +214,7 @@ class Evaluator:
             self.model.groups, frame, max_groups=self.model.max_groups, weight=weights(frame), flagged=flagged
         )
 
-    def _report(
+    def _compute(
         self,
         frame: pd.DataFrame,
         metrics: Sequence[str],

@@ -26,8 +26,7 @@ class GroupStats:
     @property
     def label_coverage(self) -> float:
         """Share of the label window's rows that have their label (the data behind label metrics)."""
-        rows = self.n_rows if self.n_label_rows is None else self.n_label_rows
-        return self.n_labeled / rows if rows else float("nan")
+        return label_coverage(self.n_labeled, self.n_rows, self.n_label_rows)
 
 
 @dataclass(frozen=True)
@@ -55,9 +54,8 @@ class WindowResult:
 
     @property
     def label_coverage(self) -> float:
-        """Share of the label window's rows that have their label."""
-        rows = self.n_rows if self.n_label_rows is None else self.n_label_rows
-        return self.n_labeled / rows if rows else float("nan")
+        """Share of the label window's rows that have their label (the data behind label metrics)."""
+        return label_coverage(self.n_labeled, self.n_rows, self.n_label_rows)
 
 
 @dataclass(frozen=True)
@@ -75,3 +73,10 @@ class ModelEvaluation:
     compute_seconds: float = 0.0
     late_rows: int = 0  # rows found in sealed panes since they were kept (monitor.reading.panes)
     pieces_read: int | None = None  # statements sent through sealed panes (None: whole windows read)
+
+
+def label_coverage(n_labeled: int, n_rows: int, n_label_rows: int | None) -> float:
+    """``n_labeled`` of the label window's rows (``n_label_rows``; ``None``: the outcome window's
+    ``n_rows``), NaN for an empty window."""
+    rows = n_rows if n_label_rows is None else n_label_rows
+    return n_labeled / rows if rows else float("nan")

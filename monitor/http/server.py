@@ -27,7 +27,7 @@ from monitor.core.errors import ConfigError
 
 __all__ = ["ServerHandle", "serve"]
 
-logger = logging.getLogger("monitor.http")
+logger = logging.getLogger(__name__)
 
 
 #: Pending connections the kernel keeps (capped by ``net.core.somaxconn``).

@@ -22,8 +22,6 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 import metrics_core as mc
-from metrics_core.stats.contrasts import Method
-from metrics_core.stats.power import Plan, detectable, rows_needed
 from monitor.config import ModelConfig, Settings
 from monitor.core.errors import ConfigError
 from monitor.evaluation.results import ModelEvaluation, WindowResult
@@ -99,7 +97,7 @@ def plan_model(
     *,
     departures: Mapping[str, float] | None = None,
     confidence: float = 0.95,
-    method: Method = "fixed",
+    method: mc.Method = "fixed",
     power: float = 0.9,
 ) -> list[PlanRow]:
     """The plan of every plannable alerting value of the model's longest window."""
@@ -124,7 +122,7 @@ def plan_model(
         detect = {}
         for w in evaluation.windows:
             scale = lengths.get(w.window, length).total_seconds() / max(length.total_seconds(), 1.0)
-            detect[w.window] = detectable(
+            detect[w.window] = mc.detectable(
                 plan_row[0],
                 plan_row[1] * scale,
                 toward="below" if plan_row[3] < plan_row[0].bound else "above",
@@ -159,9 +157,9 @@ def _plan_value(
     model: ModelConfig,
     departures: Mapping[str, float],
     confidence: float,
-    method: Method,
+    method: mc.Method,
     power: float,
-) -> tuple[Plan, float, float, float, str] | None:
+) -> tuple[mc.Plan, float, float, float, str] | None:
     """``(plan, current rows, rows needed, departure, note)`` for one value, or None when unplannable."""
     below = v.value < _ideal(spec)
     bound = v.fair_min if below else v.fair_max
@@ -178,7 +176,7 @@ def _plan_value(
         if sizes is None:
             return None
         n, m = sizes
-        plan = Plan(kind="auc", bound=bound, reference_ratio=m / n, level=confidence, power=power)
+        plan = mc.Plan(kind="auc", bound=bound, reference_ratio=m / n, level=confidence, power=power)
         note = "AUC: Newcombe's score interval (Hanley-McNeil variance)"
     else:
         rate = values.get((v.attribute, v.group, spec.support[0]))
@@ -191,7 +189,7 @@ def _plan_value(
             note = "reference's labels assumed at the group's prevalence"
         if not 0 < ref_rate < 1:
             return None
-        plan = Plan(
+        plan = mc.Plan(
             kind="difference" if spec.contrast == "difference" else "ratio",
             reference_rate=ref_rate,
             bound=bound,
@@ -201,7 +199,7 @@ def _plan_value(
             power=power,
         )
     try:
-        needed = rows_needed(plan, departure)
+        needed = mc.rows_needed(plan, departure)
     except ValueError:  # the departure is impossible at this reference rate (a rate beyond [0, 1])
         return None
     return plan, float(n), needed, departure, note

@@ -53,7 +53,7 @@ from monitor.sources.contract import WEIGHT, CountRequest
 
 __all__ = ["FORMAT", "PaneStore", "StoredPane", "fingerprint", "folder_name"]
 
-log = logging.getLogger("fairwatch")
+log = logging.getLogger(__name__)
 
 #: Written into every file; a file of another version is not read (and is replaced).
 FORMAT = 1

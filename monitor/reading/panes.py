@@ -44,7 +44,7 @@ from monitor.sources.contract import WEIGHT, Batch, CountingSource, CountRequest
 
 __all__ = ["Panes", "PanesRead"]
 
-log = logging.getLogger("fairwatch")
+log = logging.getLogger(__name__)
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _RECHECK_BLOCKS = 32  # at most this many totals per recheck statement

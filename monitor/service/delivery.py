@@ -33,7 +33,7 @@ from monitor.service.snapshot import ActiveAlert, SinkStats
 
 __all__ = ["DEFAULT_MAX_PENDING", "AlertDelivery"]
 
-log = logging.getLogger("fairwatch")
+log = logging.getLogger(__name__)
 
 #: Undelivered resolves kept per sink.
 DEFAULT_MAX_PENDING = 10_000

@@ -33,11 +33,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, NotRequired, Protocol, TypedDict
 
-from monitor import __version__
 from monitor.config import AlertsConfig
 from monitor.core.errors import AlertDeliveryError, ConfigError
 from monitor.core.secrets import mask_url
 from monitor.core.times import rfc3339_utc_millis
+from monitor.core.version import __version__
 from monitor.service.snapshot import ActiveAlert
 
 __all__ = [

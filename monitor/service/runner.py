@@ -27,7 +27,7 @@ from monitor.service.snapshot import ActiveAlert, ModelStatus, Snapshot
 
 __all__ = ["Monitor"]
 
-log = logging.getLogger("fairwatch")
+log = logging.getLogger(__name__)
 
 
 class Monitor:

@@ -22,8 +22,6 @@ from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 import metrics_core as mc
-from metrics_core.engine.adjust import Adjustment
-from metrics_core.stats.contrasts import Method
 from monitor.core.suggest import did_you_mean
 
 __all__ = [
@@ -171,9 +169,9 @@ class WindowRequest:
     min_samples: float
     model: ModelView  # with the columns this window's log has (see monitor.reading.frame.columns_for_frame)
     options: Mapping[str, object]  # TaskOptions.evaluate_kwargs(), read once at start-up
-    adjust: Adjustment = "none"  # multiplicity adjustment of the alerting values (alerts.adjust)
+    adjust: mc.Adjustment = "none"  # multiplicity adjustment of the alerting values (alerts.adjust)
     family_size: int | None = None  # alerting values the adjustment covers (the whole window's)
-    method: Method = "fixed"  # fixed-sample intervals or anytime-valid sequences (alerts.method)
+    method: mc.Method = "fixed"  # fixed-sample intervals or anytime-valid sequences (alerts.method)
 
 
 class WindowEvaluator(Protocol):

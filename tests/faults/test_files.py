@@ -33,7 +33,7 @@ def test_a_half_written_parquet_file_is_skipped_counted_and_read_once_whole(
     written_at(tmp_path / "p-2.parquet")
     source = make_source(tmp_path / "*.parquet")
 
-    with caplog.at_level(logging.INFO, logger="fairwatch"):
+    with caplog.at_level(logging.INFO, logger="monitor"):
         for _ in range(2):
             batch = source.read(START, END)
             assert ids(batch.frame) == IN_WINDOW  # the whole file's rows, none lost to its neighbour

@@ -128,7 +128,7 @@ def test_a_reload_that_cannot_start_either_config_says_so_and_raises(
 
     monkeypatch.setattr(App, "stop", stop_then_take_the_old_port)
     try:
-        with socket.socket() as busy, caplog.at_level(logging.ERROR, logger="fairwatch"):
+        with socket.socket() as busy, caplog.at_level(logging.ERROR, logger="monitor"):
             busy.bind(("127.0.0.1", new_port))
             busy.listen()
             with pytest.raises(ConfigError, match=str(old_port)):

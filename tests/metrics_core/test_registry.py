@@ -83,6 +83,12 @@ SPEC_INTERVALS = {
 }
 
 PUBLIC_API = [
+    "DEFAULT_MIN_SAMPLES",
+    "Adjustment",
+    "Method",
+    "Plan",
+    "detectable",
+    "rows_needed",
     "LABELS",
     "RATES",
     "REGISTRY",

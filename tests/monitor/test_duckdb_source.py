@@ -268,7 +268,9 @@ def test_columns_and_their_kinds_come_from_information_schema(tmp_path: Path) ->
         conn.execute("CREATE TABLE other.t (ts TIMESTAMP, w VARCHAR)")
     engine = sa.create_engine(f"duckdb:///{path}")
     with engine.connect() as conn, pytest.raises(sa.exc.ProgrammingError, match="pg_collation"):
-        sa.Table("t", sa.MetaData(), autoload_with=conn)  # still broken upstream: else drop schema.columns_table
+        sa.Table(
+            "t", sa.MetaData(), autoload_with=conn
+        )  # still broken upstream: else drop schema.columns_table
     engine.dispose()
     log = sql_source(f"duckdb:///{path}", "t")
     assert len(log.read(NOW - timedelta(days=1), NOW).frame) == 1

@@ -24,7 +24,7 @@ import sqlalchemy as sa
 
 from monitor.evaluation.evaluators import build_evaluators
 from monitor.sources.count_sql import DOLLAR_DIALECT
-from monitor.sources.files import counts as file_counts
+from monitor.sources.files import parquet_counts as file_counts
 from monitor.sources.files import text_counts, text_files, text_values
 from monitor.sources.files.text_timestamps import TextInstant
 from monitor.sources.frames import normalize_timestamps
@@ -89,7 +89,7 @@ def test_epoch_timestamps_in_parquet_are_read_as_rows(
     frame = dirty_log()
     frame["ts"] = frame["ts"].astype("int64") // 10**9
     path = write_parquet(tmp_path / "logs", frame)
-    with caplog.at_level("INFO", logger="fairwatch"):
+    with caplog.at_level("INFO", logger="monitor"):
         counted, _ = evaluate(path, aggregate=True)
     rows, _ = evaluate(path, aggregate=False)
     assert comparable(counted) == comparable(rows)
@@ -531,7 +531,7 @@ def test_what_duckdb_would_read_differently_is_read_as_rows(
 ) -> None:
     make, task, reason = FALLBACKS[case]
     path = make(tmp_path / "logs")
-    with caplog.at_level("INFO", logger="fairwatch"), counted_by_duckdb() as outcomes:
+    with caplog.at_level("INFO", logger="monitor"), counted_by_duckdb() as outcomes:
         assert read_counts(path, task) is None
     assert len(outcomes) <= 1 and all(reason in o for o in outcomes)
     assert "reading rows, not counts" in caplog.text
@@ -572,7 +572,7 @@ def test_files_that_keep_changing_are_read_as_rows(tmp_path: Path, caplog: pytes
     path = csv_files(tmp_path / "logs", small_log())
     with (
         pytest.MonkeyPatch.context() as patch,
-        caplog.at_level("INFO", logger="fairwatch"),
+        caplog.at_level("INFO", logger="monitor"),
         counted_by_duckdb() as outcomes,
     ):
         patch.setattr(text_files.TextFiles, "unchanged", lambda files: False)

@@ -160,7 +160,7 @@ def test_a_damaged_file_is_logged_once_removed_and_read_again(
     paths[-1].write_bytes(b"not arrow")
     paths[-2].write_bytes(paths[-2].read_bytes()[:-100])  # cut short
     paths[-3].write_bytes(paths[-4].read_bytes())  # a whole file under another pane's name
-    with caplog.at_level(logging.WARNING, logger="fairwatch"):
+    with caplog.at_level(logging.WARNING, logger="monitor"):
         restarted = evaluator(store, directory).evaluate(TICKS[4])
     assert same_report(restarted) == same_report(whole(store).evaluate(TICKS[4]))
     warned = [r for r in caplog.records if "cannot be read" in r.getMessage()]
@@ -321,7 +321,7 @@ def test_a_folder_that_fails_while_running_leaves_the_panes_in_memory(
     folder.rmdir()
     folder.write_text("")  # the folder's name is now a file: nothing can be written into it
     seen = TICKS[4]
-    with caplog.at_level(logging.WARNING, logger="fairwatch"):
+    with caplog.at_level(logging.WARNING, logger="monitor"):
         for tick in TICKS[5:]:
             store.append(frame[(frame["ts"] >= seen) & (frame["ts"] < tick)])
             seen = tick
@@ -390,7 +390,7 @@ def test_a_pane_file_that_cannot_be_removed_costs_no_evaluation(
     last = sorted(folder.glob("*.arrow"))[-1]
     last.unlink()
     (last / "x").mkdir(parents=True)
-    with caplog.at_level(logging.WARNING, logger="fairwatch"):
+    with caplog.at_level(logging.WARNING, logger="monitor"):
         restarted = evaluator(store, directory).evaluate(TICKS[4])
     assert same_report(restarted) == same_report(whole(store).evaluate(TICKS[4]))
     assert [r for r in caplog.records if "memory only" in r.getMessage()]

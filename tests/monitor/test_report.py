@@ -187,3 +187,33 @@ def test_a_report_in_a_notebook(demo_config: Path) -> None:
         assert (want is None and math.isnan(r.value)) or r.value == want
     html = report._repr_html_()
     assert html.startswith('<div class="fairwatch-report"><style>') and '<table class="matrix">' in html
+
+
+def test_the_notebook_api_is_the_package_and_the_old_path_still_works() -> None:
+    """The README's ``from monitor import load_settings, build_report, instants``; the path the README
+    gave before the service was laid out in layers (``monitor.report``) works, with a warning."""
+    code = (
+        "import sys, warnings\n"
+        "import monitor\n"
+        "assert 'monitor.outputs.html.report' not in sys.modules  # loaded on first use, not by import monitor\n"
+        "from monitor import build_report, instants, load_settings, Report\n"
+        "from monitor.config import load_settings as config_load\n"
+        "from monitor.outputs.html import report\n"
+        "assert (build_report, instants, load_settings, Report) == "
+        "(report.build_report, report.instants, config_load, report.Report)\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        "    from monitor.report import build_report as old, instants as old_instants\n"
+        "assert old is build_report and old_instants is instants\n"
+        "assert [w.category for w in caught] == [DeprecationWarning] * 2, caught\n"
+        "try:\n"
+        "    monitor.no_such_name\n"
+        "except AttributeError as exc:\n"
+        "    assert 'no_such_name' in str(exc)\n"
+        "else:\n"
+        "    raise AssertionError('an unknown name must not resolve')\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr

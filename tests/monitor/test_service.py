@@ -149,7 +149,7 @@ def test_pending_and_dropped_alerts_are_logged_once_each(caplog: pytest.LogCaptu
     frame = drifting_log()
     monitor, clock, _, _ = make_monitor({"tox": frame}, for_="1h")
     clock.set(T0 + timedelta(hours=5))
-    with caplog.at_level(logging.INFO, logger="fairwatch"):
+    with caplog.at_level(logging.INFO, logger="monitor"):
         monitor.run_model("tox")  # the biased hours: pending (for = 1h)
         tick(monitor, clock)  # still pending: nothing new to say
         frame.loc[:, "score"] = 1 / (1 + np.exp(-(-1.5 + 3 * frame["label"])))

@@ -190,7 +190,7 @@ def test_text_timestamps_and_aggregate_false_are_read_as_rows(
         return out
 
     monkeypatch.setattr(spark_module, "_pandas", counting)
-    with caplog.at_level("INFO", logger="fairwatch"):
+    with caplog.at_level("INFO", logger="monitor"):
         counted = evaluate({"kind": "spark", "path": folder}, aggregate=True)
     assert "reading rows, not counts: timestamps stored as StringType" in caplog.text
     rows = evaluate({"kind": "spark", "path": folder}, aggregate=False)

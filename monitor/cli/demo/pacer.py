@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 
 __all__ = ["Pacer"]
 
-log = logging.getLogger("fairwatch")
+log = logging.getLogger(__name__)
 
 
 class Pacer:

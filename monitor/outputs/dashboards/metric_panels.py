@@ -30,6 +30,7 @@ from monitor.outputs.dashboards.widgets import (
     thresholds,
     timeseries,
 )
+from monitor.outputs.prometheus import series
 from monitor.tasks import metrics_for
 
 if TYPE_CHECKING:
@@ -86,8 +87,8 @@ def metric_panel(plan: MetricPlan) -> Panel:
     overrides, notes = [], []
     if spec.interval != "none":
         queries += [
-            (sel("metric_ci_lower", labels, metric=name), CI_LOW),
-            (sel("metric_ci_upper", labels, metric=name), CI_HIGH),
+            (sel(series.METRIC_CI_LOWER, labels, metric=name), CI_LOW),
+            (sel(series.METRIC_CI_UPPER, labels, metric=name), CI_HIGH),
         ]
         band = {"color": fixed_color(_BAND), "custom__lineWidth": 0}
         band |= {"custom__hideFrom": {"legend": True, "tooltip": False, "viz": False}}
@@ -132,9 +133,13 @@ def _exported_range(name: str, fair: FairRange, queries: list[Query]) -> list[di
     outside the range, is shaded (a series fills down to the axis).
     """
     refs = {}
-    for bound, finite, title in (("min", "> -Inf", FAIR_MIN), ("max", "< +Inf", FAIR_MAX)):
+    bounds = (
+        ("min", series.METRIC_FAIR_MIN, "> -Inf", FAIR_MIN),
+        ("max", series.METRIC_FAIR_MAX, "< +Inf", FAIR_MAX),
+    )
+    for bound, family, finite, title in bounds:
         if getattr(fair, bound) is not None:
-            queries.append((f"{sel(f'metric_fair_{bound}', GROUP, metric=name)} {finite}", title))
+            queries.append((f"{sel(family, GROUP, metric=name)} {finite}", title))
             refs[title] = chr(ord("A") + len(queries) - 1)
     line = {"color": fixed_color(_OUTSIDE), "custom__lineWidth": 2, "custom__lineStyle": DASHED}
     shade: dict[str, dict[str, Any]] = {}

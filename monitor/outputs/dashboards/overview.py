@@ -25,8 +25,9 @@ from monitor.outputs.dashboards.widgets import (
     target,
     timeseries,
 )
-from monitor.outputs.prometheus.collector import FAMILY_PREFIX, STATE_CODES
+from monitor.outputs.prometheus import series
 from monitor.outputs.prometheus.rules import ALERTNAME, build_rules
+from monitor.outputs.prometheus.series import FAMILY_PREFIX, STATE_CODES
 
 # --- overview -------------------------------------------------------------------------------
 
@@ -36,7 +37,7 @@ def overview_panels(group_metrics: list[str]) -> list[Panel]:
         stat(
             title,
             f"Number of (model, window, attribute, group, reference, metric) values in state {state} now.",
-            f"count({sel('metric_state', COMPANION)} == {STATE_CODES[state]}) or vector(0)",
+            f"count({sel(series.METRIC_STATE, COMPANION)} == {STATE_CODES[state]}) or vector(0)",
             STATE_COLORS[state],
         )
         for title, state in (
@@ -46,15 +47,15 @@ def overview_panels(group_metrics: list[str]) -> list[Panel]:
             ("Insufficient data", "insufficient_data"),
         )
     ]
-    firing = sel("alerts", COMPANION, alertstate="firing")
-    age = f"time() - {sel('last_evaluation_success_timestamp_seconds', MODEL)}"
+    firing = sel(series.ALERTS, COMPANION, alertstate="firing")
+    age = f"time() - {sel(series.LAST_SUCCESS, MODEL)}"
     stats += [
         stat("Firing alerts", "fairwatch alerts firing now.", f"count({firing}) or vector(0)", "red"),
         stat(
             "Models behind schedule",
             "Models whose values are older than twice their evaluation interval: their numbers on this "
             "dashboard are stale (see Service health).",
-            f"count(({age}) > 2 * {sel('model_interval_seconds', MODEL)}) or vector(0)",
+            f"count(({age}) > 2 * {sel(series.MODEL_INTERVAL, MODEL)}) or vector(0)",
             "red",
         ),
     ]
@@ -62,7 +63,7 @@ def overview_panels(group_metrics: list[str]) -> list[Panel]:
 
 
 def _alerts_table() -> Panel:
-    expr = f"max by (model, window, attribute, group, reference, metric, alertstate) ({sel('alerts', COMPANION)})"
+    expr = f"max by (model, window, attribute, group, reference, metric, alertstate) ({sel(series.ALERTS, COMPANION)})"
     colors = {"type": "value", "options": {"firing": {"color": "red"}, "pending": {"color": "orange"}}}
     return table(
         "Alerts",
@@ -79,7 +80,7 @@ def _alerts_table() -> Panel:
 
 def _state_table(group_metrics: list[str]) -> Panel:
     by = "max by (model, window, attribute, group, reference, metric)"
-    state = f"{by} ({sel('metric_state', COMPANION)})"
+    state = f"{by} ({sel(series.METRIC_STATE, COMPANION)})"
     # The value families have no `metric` label: it is taken from the family name, and the
     # `and` keeps the values of the metrics selected in $metric.
     values = f'{{__name__=~"{FAMILY_PREFIX}({"|".join(group_metrics)})",{matchers()}}}'
@@ -131,7 +132,7 @@ def _state_table(group_metrics: list[str]) -> Panel:
 def state_timeline(fairness_metrics: list[str]) -> Panel:
     """One state timeline per selected group: a row per fairness metric (and reference)."""
     only = f'metric=~"{"|".join(fairness_metrics)}",'
-    expr = f"{FAMILY_PREFIX}metric_state{{{only}{matchers(COMPANION)}}}"
+    expr = f"{series.METRIC_STATE.name}{{{only}{matchers(COMPANION)}}}"
     rows = len(fairness_metrics)
     return panel(
         "state-timeline",
@@ -183,7 +184,7 @@ def alert_annotations() -> dict[str, list[dict[str, Any]]]:
             | {
                 "name": "Fairness alerts",
                 "iconColor": "red",
-                "expr": sel("alerts", COMPANION, alertstate="firing"),
+                "expr": sel(series.ALERTS, COMPANION, alertstate="firing"),
                 "titleFormat": "{{metric}} alert firing",
                 "textFormat": "{{attribute}}={{group}} vs {{reference}}, window {{window}}",
                 "tagKeys": "model,metric,group",
@@ -213,15 +214,15 @@ def group_panels() -> list[Panel]:
             "short",
             "Rows of each group in the window (fairwatch_group_rows); a group's values are insufficient "
             "data while their denominators are below min_samples.",
-            (sel("group_rows"), groups),
+            (sel(series.GROUP_ROWS), groups),
         ),
         timeseries(
             "Label coverage",
             "percentunit",
             "Share of each group's rows with a label (fairwatch_group_label_coverage_ratio): the "
             "label-based metrics rest on these rows only. Dashed: the whole window.",
-            (sel("group_label_coverage_ratio"), groups),
-            (sel("window_label_coverage_ratio", WINDOW), "{{window}} window"),
+            (sel(series.GROUP_LABEL_COVERAGE), groups),
+            (sel(series.WINDOW_LABEL_COVERAGE, WINDOW), "{{window}} window"),
             dashed="B",
             defaults={"min": 0, "max": 1},
         ),
@@ -229,7 +230,7 @@ def group_panels() -> list[Panel]:
             "Window rows",
             "short",
             "Rows in the window (fairwatch_window_rows).",
-            (sel("window_rows", WINDOW), "{{model}} {{window}}"),
+            (sel(series.WINDOW_ROWS, WINDOW), "{{model}} {{window}}"),
             size=(8, 8),
         ),
         timeseries(
@@ -237,14 +238,14 @@ def group_panels() -> list[Panel]:
             "short",
             "Groups of the attribute not exported: beyond the max_groups cap or under min_size "
             "(fairwatch_groups_dropped).",
-            (sel("groups_dropped", ATTRIBUTE), "{{attribute}}"),
+            (sel(series.GROUPS_DROPPED, ATTRIBUTE), "{{attribute}}"),
             size=(8, 8),
         ),
         timeseries(
             "Rows without a group",
             "short",
             "Rows of the window with no value for a categorical attribute (fairwatch_group_missing_rows).",
-            (sel("group_missing_rows", ATTRIBUTE), "{{attribute}}"),
+            (sel(series.GROUP_MISSING_ROWS, ATTRIBUTE), "{{attribute}}"),
             size=(8, 8),
         ),
     ]
@@ -260,7 +261,7 @@ def health_panels() -> list[Panel]:
         "Source up",
         "Whether each model's last evaluation could read its source (fairwatch_source_up); while it is "
         "down, the last values stay exported.",
-        [target("A", sel("source_up", MODEL), "{{model}}")],
+        [target("A", sel(series.SOURCE_UP, MODEL), "{{model}}")],
         unit="none",
         size=(8, 6),
         defaults={"mappings": [{"type": "value", "options": up_down}], "color": {"mode": "thresholds"}},
@@ -273,8 +274,8 @@ def health_panels() -> list[Panel]:
             "Seconds since each model's values were last computed (time() - "
             "fairwatch_last_evaluation_success_timestamp_seconds). Dashed: the model's interval; an age "
             "far above it means the numbers on this dashboard are stale.",
-            (f"time() - {sel('last_evaluation_success_timestamp_seconds', MODEL)}", "{{model}}"),
-            (sel("model_interval_seconds", MODEL), "{{model}} interval"),
+            (f"time() - {sel(series.LAST_SUCCESS, MODEL)}", "{{model}}"),
+            (sel(series.MODEL_INTERVAL, MODEL), "{{model}} interval"),
             size=(8, 8),
             dashed="B",
         ),
@@ -283,7 +284,7 @@ def health_panels() -> list[Panel]:
             "s",
             "Duration of each model's last evaluation, reading the source and computing every window "
             "(fairwatch_evaluation_duration_seconds).",
-            (sel("evaluation_duration_seconds", MODEL), "{{model}}"),
+            (sel(series.EVALUATION_DURATION, MODEL), "{{model}}"),
             size=(8, 8),
         ),
         timeseries(
@@ -291,7 +292,7 @@ def health_panels() -> list[Panel]:
             "short",
             "Failed evaluations per model (increase of fairwatch_evaluation_failures_total); the last good "
             "values stay exported meanwhile, so watch the evaluation age too.",
-            (f"increase({sel('evaluation_failures_total', MODEL)}{RATE})", "{{model}}"),
+            (f"increase({sel(series.EVALUATION_FAILURES, MODEL)}{RATE})", "{{model}}"),
             size=(8, 8),
             bars=True,
         ),
@@ -302,7 +303,7 @@ def health_panels() -> list[Panel]:
             "score_invalid, score_out_of_range, prediction_invalid, label_invalid, timestamp_invalid, "
             "line_invalid.",
             (
-                f"sum by (model, reason) (rate({sel('rows_rejected_total', MODEL)}{RATE}))",
+                f"sum by (model, reason) (rate({sel(series.ROWS_REJECTED, MODEL)}{RATE}))",
                 "{{model}} {{reason}}",
             ),
         ),
@@ -310,7 +311,7 @@ def health_panels() -> list[Panel]:
             "Rows read",
             "cps",
             "Prediction rows read from each model's source per second (rate of fairwatch_rows_read_total).",
-            (f"sum by (model) (rate({sel('rows_read_total', MODEL)}{RATE}))", "{{model}}"),
+            (f"sum by (model) (rate({sel(series.ROWS_READ, MODEL)}{RATE}))", "{{model}}"),
         ),
         source_up,
         timeseries(
@@ -318,7 +319,7 @@ def health_panels() -> list[Panel]:
             "short",
             "Scheduled runs that crashed or were missed (increase of fairwatch_job_errors_total); see the "
             "service log.",
-            (f"sum(increase({FAMILY_PREFIX}job_errors_total{RATE}))", "job errors"),
+            (f"sum(increase({series.JOB_ERRORS.name}{RATE}))", "job errors"),
             size=(8, 6),
             bars=True,
         ),
@@ -327,9 +328,9 @@ def health_panels() -> list[Panel]:
             "short",
             "Alert notifications delivered and failed, per sink (increase of fairwatch_alerts_sent_total "
             "and fairwatch_alert_delivery_failures_total).",
-            (f"sum by (sink) (increase({FAMILY_PREFIX}alerts_sent_total{RATE}))", "{{sink}} sent"),
+            (f"sum by (sink) (increase({series.ALERTS_SENT.name}{RATE}))", "{{sink}} sent"),
             (
-                f"sum by (sink) (increase({FAMILY_PREFIX}alert_delivery_failures_total{RATE}))",
+                f"sum by (sink) (increase({series.ALERT_DELIVERY_FAILURES.name}{RATE}))",
                 "{{sink}} failed",
             ),
             size=(8, 6),

@@ -11,7 +11,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from metrics_core import FairRange
-from monitor.outputs.prometheus.collector import FAMILY_PREFIX, STATE_CODES
+from monitor.outputs.prometheus import series
+from monitor.outputs.prometheus.series import FAMILY_PREFIX, STATE_CODES, Family
 
 UID = "fairwatch-overview"
 #: The data source of every panel, query and variable: the ``datasource`` template variable.
@@ -20,12 +21,12 @@ DATASOURCE: dict[str, str] = {"type": "prometheus", "uid": "${datasource}"}
 Panel = dict[str, Any]
 Query = tuple[str, str]  # (PromQL, legend)
 
-# Label filters by template variable, per family shape.
-GROUP = ("model", "window", "attribute", "group")
+# Label filters by template variable, per family shape (no variable picks a reference).
+GROUP = series.GROUP_LABELS
 COMPANION = (*GROUP, "metric")
-ATTRIBUTE = ("model", "window", "attribute")
-WINDOW = ("model", "window")
-MODEL = ("model",)
+ATTRIBUTE = series.ATTRIBUTE_LABELS
+WINDOW = series.WINDOW_LABELS
+MODEL = series.MODEL_LABELS
 RATE = "[$__rate_interval]"
 
 STATE_COLORS = {"ok": "green", "inconclusive": "yellow", "violation": "red", "insufficient_data": "#8e8e8e"}
@@ -49,9 +50,11 @@ def matchers(labels: Sequence[str] = GROUP, **fixed: str) -> str:
     return ",".join([f'{k}="{v}"' for k, v in fixed.items()] + [f'{x}=~"${x}"' for x in labels])
 
 
-def sel(family: str, labels: Sequence[str] = GROUP, **fixed: str) -> str:
-    """``fairwatch_<family>{...}`` filtered by the template variables of ``labels``."""
-    return f"{FAMILY_PREFIX}{family}{{{matchers(labels, **fixed)}}}"
+def sel(family: Family | str, labels: Sequence[str] = GROUP, **fixed: str) -> str:
+    """``fairwatch_<family>{...}`` (a family of the schema, or a metric's name) filtered by the
+    template variables of ``labels``."""
+    name = family.name if isinstance(family, Family) else FAMILY_PREFIX + family
+    return f"{name}{{{matchers(labels, **fixed)}}}"
 
 
 def target(ref: str, expr: str, legend: str = "__auto", *, table: bool = False) -> dict[str, Any]:
@@ -204,9 +207,7 @@ def variables(model: str | None = None) -> list[dict[str, Any]]:
     datasource |= {"current": {}, "hide": 0, "includeAll": False, "multi": False, "options": []}
     datasource |= {"refresh": 1, "regex": "", "skipUrlSync": False}
     if model is None:
-        model_variable = _query_variable(
-            "model", "Model", f"label_values({FAMILY_PREFIX}evaluations_total, model)"
-        )
+        model_variable = _query_variable("model", "Model", f"label_values({series.EVALUATIONS.name}, model)")
     else:
         only = {"text": model, "value": model}
         model_variable = {"name": "model", "label": "Model", "type": "constant", "query": model, "hide": 2}
@@ -214,12 +215,12 @@ def variables(model: str | None = None) -> list[dict[str, Any]]:
     return [
         datasource,
         model_variable,
-        _query_variable("window", "Window", f"label_values({sel('window_rows', MODEL)}, window)"),
+        _query_variable("window", "Window", f"label_values({sel(series.WINDOW_ROWS, MODEL)}, window)"),
         _query_variable(
-            "attribute", "Attribute", f"label_values({sel('group_rows', WINDOW)}, attribute)", True
+            "attribute", "Attribute", f"label_values({sel(series.GROUP_ROWS, WINDOW)}, attribute)", True
         ),
-        _query_variable("group", "Group", f"label_values({sel('group_rows', ATTRIBUTE)}, group)", True),
-        _query_variable("metric", "Metric", f"label_values({sel('metric_state', MODEL)}, metric)", True),
+        _query_variable("group", "Group", f"label_values({sel(series.GROUP_ROWS, ATTRIBUTE)}, group)", True),
+        _query_variable("metric", "Metric", f"label_values({sel(series.METRIC_STATE, MODEL)}, metric)", True),
     ]
 
 

@@ -21,10 +21,10 @@ from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from monitor import __version__
 from monitor.core.secrets import mask
 from monitor.core.text import number
 from monitor.core.times import format_duration
+from monitor.core.version import __version__
 from monitor.evaluation.results import ModelEvaluation
 from monitor.outputs.html.sections import seconds, window_view
 from monitor.service.history import History

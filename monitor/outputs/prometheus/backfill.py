@@ -21,28 +21,16 @@ row or label that arrived late counts at instants the live service would have ev
 
 from __future__ import annotations
 
-import os
 import re
-import sys
 from array import array
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
-from pathlib import Path
+from datetime import datetime, timedelta
 from types import MappingProxyType
 
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.metrics_core import Metric
 from prometheus_client.samples import Sample
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
 from monitor.config import Settings
 from monitor.core.errors import ConfigError, FairwatchError
@@ -53,7 +41,7 @@ from monitor.evaluation.results import ModelEvaluation
 from monitor.outputs.prometheus.collector import evaluation_families
 from monitor.service.snapshot import ModelStatus, Snapshot
 
-__all__ = ["MAX_INSTANTS", "BackfillResult", "backfill", "backfill_instants", "parse_labels", "run_backfill"]
+__all__ = ["MAX_INSTANTS", "BackfillResult", "backfill", "backfill_instants", "parse_labels"]
 
 #: More evaluations than this in one run is a typo (``--step 1s`` over a year), not a plan.
 MAX_INSTANTS = 100_000
@@ -67,6 +55,7 @@ _ENCODE = choose_encoder("application/openmetrics-text")[0]
 def backfill_instants(start: datetime, end: datetime, step: timedelta, *, now: datetime) -> list[datetime]:
     """``start, start + step, ...`` up to ``end`` inclusive; a clear error for a range that makes no sense.
 
+    >>> from datetime import UTC
     >>> t = datetime(2026, 1, 1, tzinfo=UTC)
     >>> [x.hour for x in backfill_instants(t, t + timedelta(hours=2), timedelta(hours=1), now=t + timedelta(days=1))]
     [0, 1, 2]
@@ -235,61 +224,3 @@ def _evaluate(evaluator: Evaluator, name: str, at: datetime) -> ModelEvaluation:
         return evaluator.evaluate(at)
     except FairwatchError as exc:  # the same kind of error, saying where the run stopped
         raise type(exc)(f"model {name} at {iso_z(at)}: {exc}") from exc
-
-
-def run_backfill(
-    settings: Settings,
-    *,
-    start: datetime,
-    end: datetime,
-    step: timedelta,
-    output: Path | None,
-    models: Sequence[str] | None,
-    labels: Mapping[str, str],
-    console: Console,
-) -> BackfillResult:
-    """``fairwatch backfill``: checks the range, shows progress on ``console``, writes ``output`` (a
-    file, replaced only once complete) or standard output."""
-    instants = backfill_instants(start, end, step, now=datetime.now(UTC))
-    if output is not None:  # said now, not after the evaluations, and of this path, not its temporary twin
-        if output.is_dir():
-            raise ConfigError(f"--output {output} is a directory: name the file to write")
-        if not output.parent.is_dir():
-            raise ConfigError(f"--output {output}: no directory {output.parent}")
-    n_models = len(set(models)) if models else len(settings.models)
-    progress = Progress(
-        TextColumn("backfill"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        TextColumn("{task.description}"),
-        console=console,
-    )
-    with progress:
-        task = progress.add_task("", total=len(instants) * n_models)
-
-        def advance(description: str) -> None:
-            progress.update(task, advance=1, description=description)
-
-        def run(write: Callable[[bytes], object]) -> BackfillResult:
-            return backfill(settings, instants, write, models=models, labels=labels, advance=advance)
-
-        if output is None:
-            return run(sys.stdout.buffer.write)
-        return _write_atomically(output, run)
-
-
-def _write_atomically(
-    path: Path, run: Callable[[Callable[[bytes], object]], BackfillResult]
-) -> BackfillResult:
-    """``run(write)`` into a temporary file beside ``path``, renamed over it once complete."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with tmp.open("wb") as fh:
-            result = run(fh.write)
-        tmp.replace(path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return result

@@ -5,16 +5,7 @@
 alone, so a group that vanished from the latest evaluation vanishes from ``/metrics``
 (module-level labelled gauges would keep its last value forever). Nothing is computed at
 scrape time: the values were computed by the scheduled evaluation, and samples carry no
-timestamps.
-
-Families (all prefixed ``fairwatch_``):
-
-- ``<metric>`` per group metric, labels ``model, window, attribute, group, reference``;
-- ``<metric>`` per model-level value, labels ``model, window, attribute``;
-- ``metric_ci_lower``/``_upper``, ``metric_fair_min``/``_max``, ``metric_state`` and
-  ``metric_support``, each with a ``metric`` label;
-- group and window sizes, label coverage, dropped groups and rows without a group;
-- ``alerts`` (as Prometheus' ``ALERTS``) and the service's self-metrics.
+timestamps. The families, their labels and HELP are the schema of :mod:`.series`.
 
 The families computed by evaluations (values, companions, sizes, alerts: ~10,000 series for a
 large model) are built once per evaluation and reused until an evaluation or the alerts change;
@@ -34,8 +25,17 @@ from prometheus_client.core import (
     Metric,
 )
 
-from metrics_core import REGISTRY, STATES, MetricValue, ModelValue
+from metrics_core import REGISTRY, MetricValue, ModelValue
 from monitor.evaluation.results import ModelEvaluation, WindowResult
+from monitor.outputs.prometheus import series
+from monitor.outputs.prometheus.series import (
+    FAMILY_PREFIX,
+    MODEL_VALUE_LABELS,
+    SCHEDULED,
+    STATE_CODES,
+    VALUE_LABELS,
+    Family,
+)
 from monitor.service.snapshot import ActiveAlert, ModelStatus, SinkStats, Snapshot
 
 __all__ = [
@@ -45,37 +45,6 @@ __all__ = [
     "build_families",
     "evaluation_families",
 ]
-
-#: The start of every exported metric family name (``fairwatch_disparate_impact``, ...).
-FAMILY_PREFIX = "fairwatch_"
-
-#: ``fairwatch_metric_state`` values: the position in :data:`metrics_core.STATES`.
-STATE_CODES: dict[str, int] = {state: code for code, state in enumerate(STATES)}
-
-_SCHEDULED = "Computed on a schedule (every model's interval), not at scrape time."
-_VALUE_LABELS = ("model", "window", "attribute", "group", "reference")
-_MODEL_VALUE_LABELS = ("model", "window", "attribute")
-_COMPANION_LABELS = ("metric", *_VALUE_LABELS)
-_GROUP_LABELS = ("model", "window", "attribute", "group")
-_WINDOW_LABELS = ("model", "window")
-_ATTRIBUTE_LABELS = ("model", "window", "attribute")
-# The alert's identity (reference included: one group may be judged against two references).
-_ALERT_LABELS = ("model", "window", "attribute", "group", "reference", "metric", "alertstate")
-_STATE_HELP = ", ".join(f"{code} {state}" for state, code in STATE_CODES.items())
-
-# Companion families: (name suffix, HELP, MetricValue attribute).
-_COMPANIONS = (
-    ("metric_ci_lower", "Lower bound of the metric's confidence interval (NaN when undefined).", "ci_lower"),
-    ("metric_ci_upper", "Upper bound of the metric's confidence interval (NaN when undefined).", "ci_upper"),
-    ("metric_fair_min", "Lower end of the metric's fair range (-Inf: open).", "fair_min"),
-    ("metric_fair_max", "Upper end of the metric's fair range (+Inf: open).", "fair_max"),
-    ("metric_state", f"State of the metric against its fair range: {_STATE_HELP}.", "state"),
-    (
-        "metric_support",
-        "Smallest denominator the metric depends on (judged against min_samples).",
-        "support",
-    ),
-)
 
 
 class SnapshotCollector:
@@ -151,32 +120,13 @@ class _Families:
 
     def __init__(self) -> None:
         self._values: dict[str, GaugeMetricFamily] = {}
-        self._fixed: dict[str, GaugeMetricFamily] = {}
-        for suffix, help_text, _ in _COMPANIONS:
-            self._gauge(suffix, help_text, _COMPANION_LABELS)
-        self._gauge("group_rows", "Rows of the group in the window.", _GROUP_LABELS)
-        self._gauge("group_labeled_rows", "Rows of the group in the window with a label.", _GROUP_LABELS)
-        self._gauge(
-            "group_label_coverage_ratio", "Share of the group's rows with a label (0..1).", _GROUP_LABELS
-        )
-        self._gauge("window_rows", "Rows in the window.", _WINDOW_LABELS)
-        self._gauge("window_label_coverage_ratio", "Share of the window's rows with a label.", _WINDOW_LABELS)
-        self._gauge(
-            "groups_dropped",
-            "Groups of the attribute not exported (intersection cap or minimum size).",
-            _ATTRIBUTE_LABELS,
-        )
-        self._gauge(
-            "group_missing_rows", "Rows of the window with no value for the attribute.", _ATTRIBUTE_LABELS
-        )
+        self._fixed = {
+            f.suffix: GaugeMetricFamily(f.name, f"{f.help} {SCHEDULED}", labels=f.labels)
+            for f in (*series.COMPANIONS, *series.SIZE_FAMILIES)
+        }
 
-    def _gauge(self, suffix: str, help_text: str, labels: tuple[str, ...]) -> None:
-        self._fixed[suffix] = GaugeMetricFamily(
-            FAMILY_PREFIX + suffix, f"{help_text} {_SCHEDULED}", labels=labels
-        )
-
-    def fixed(self, suffix: str) -> GaugeMetricFamily:
-        return self._fixed[suffix]
+    def fixed(self, family: Family) -> GaugeMetricFamily:
+        return self._fixed[family.suffix]
 
     def value(self, metric: str, labels: tuple[str, ...]) -> GaugeMetricFamily:
         family = self._values.get(metric)
@@ -192,9 +142,9 @@ class _Families:
 def _metric_help(metric: str) -> str:
     spec = REGISTRY.get(metric)
     if spec is None:  # a metric the registry does not know still gets a HELP line
-        return f"fairwatch metric {metric}. {_SCHEDULED} NaN: undefined."
+        return f"fairwatch metric {metric}. {SCHEDULED} NaN: undefined."
     undefined = "NaN: undefined." if spec.level == "model" else "NaN: undefined (see fairwatch_metric_state)."
-    return f"{spec.meaning}; {spec.formula}. {_SCHEDULED} {undefined}"
+    return f"{spec.meaning}; {spec.formula}. {SCHEDULED} {undefined}"
 
 
 def _add_evaluation(families: _Families, model: str, evaluation: ModelEvaluation) -> None:
@@ -208,47 +158,44 @@ def _add_evaluation(families: _Families, model: str, evaluation: ModelEvaluation
 
 def _add_value(families: _Families, model: str, window: str, v: MetricValue) -> None:
     labels = [model, window, v.attribute, v.group, v.reference]
-    families.value(v.metric, _VALUE_LABELS).add_metric(labels, v.value)
+    families.value(v.metric, VALUE_LABELS).add_metric(labels, v.value)
     companion_labels = [v.metric, *labels]
-    for suffix, _, field in _COMPANIONS:
-        raw = getattr(v, field)
-        number = STATE_CODES[raw] if field == "state" else raw
-        families.fixed(suffix).add_metric(companion_labels, number)
+    for companion in series.COMPANIONS:
+        raw = getattr(v, companion.field)
+        number = STATE_CODES[raw] if companion is series.METRIC_STATE else raw
+        families.fixed(companion).add_metric(companion_labels, number)
 
 
 def _add_model_value(families: _Families, model: str, window: str, m: ModelValue) -> None:
-    families.value(m.metric, _MODEL_VALUE_LABELS).add_metric([model, window, m.attribute], m.value)
+    families.value(m.metric, MODEL_VALUE_LABELS).add_metric([model, window, m.attribute], m.value)
     spec = REGISTRY.get(m.metric)
     # Only metrics with an interval method get CI series: the others would be all-NaN noise.
     if spec is not None and spec.interval != "none":
         labels = [m.metric, model, window, m.attribute, "", ""]  # no group, no reference
-        families.fixed("metric_ci_lower").add_metric(labels, m.ci_lower)
-        families.fixed("metric_ci_upper").add_metric(labels, m.ci_upper)
+        families.fixed(series.METRIC_CI_LOWER).add_metric(labels, m.ci_lower)
+        families.fixed(series.METRIC_CI_UPPER).add_metric(labels, m.ci_upper)
 
 
 def _add_sizes(families: _Families, model: str, w: WindowResult) -> None:
     for g in w.groups:
         labels = [model, w.window, g.attribute, g.group]
-        families.fixed("group_rows").add_metric(labels, g.n_rows)
-        families.fixed("group_labeled_rows").add_metric(labels, g.n_labeled)
-        families.fixed("group_label_coverage_ratio").add_metric(labels, g.label_coverage)
-    families.fixed("window_rows").add_metric([model, w.window], w.n_rows)
-    families.fixed("window_label_coverage_ratio").add_metric([model, w.window], w.label_coverage)
+        families.fixed(series.GROUP_ROWS).add_metric(labels, g.n_rows)
+        families.fixed(series.GROUP_LABELED_ROWS).add_metric(labels, g.n_labeled)
+        families.fixed(series.GROUP_LABEL_COVERAGE).add_metric(labels, g.label_coverage)
+    families.fixed(series.WINDOW_ROWS).add_metric([model, w.window], w.n_rows)
+    families.fixed(series.WINDOW_LABEL_COVERAGE).add_metric([model, w.window], w.label_coverage)
     for attribute, n in w.dropped_groups.items():
-        families.fixed("groups_dropped").add_metric([model, w.window, attribute], n)
+        families.fixed(series.GROUPS_DROPPED).add_metric([model, w.window, attribute], n)
     for attribute, n in w.missing_group_rows.items():
-        families.fixed("group_missing_rows").add_metric([model, w.window, attribute], n)
+        families.fixed(series.GROUP_MISSING_ROWS).add_metric([model, w.window, attribute], n)
 
 
 def _alerts(snapshot: Snapshot) -> GaugeMetricFamily:
-    family = GaugeMetricFamily(
-        FAMILY_PREFIX + "alerts",
-        "1 for each pending or firing fairwatch alert, as Prometheus' ALERTS. " + _SCHEDULED,
-        labels=_ALERT_LABELS,
-    )
+    alerts = series.ALERTS
+    family = GaugeMetricFamily(alerts.name, f"{alerts.help} {SCHEDULED}", labels=alerts.labels)
     seen: set[tuple[str, ...]] = set()
     for alert in snapshot.alerts:
-        key = (*(alert.labels.get(name, "") for name in _ALERT_LABELS[:-1]), alert.state)
+        key = (*(alert.labels.get(name, "") for name in alerts.labels[:-1]), alert.state)
         if key not in seen:  # two alerts differing only in other labels would be one series
             seen.add(key)
             family.add_metric(list(key), 1)
@@ -257,94 +204,58 @@ def _alerts(snapshot: Snapshot) -> GaugeMetricFamily:
 
 def _self_metrics(snapshot: Snapshot, version: str) -> list[Metric]:
     models = list(snapshot.models.values())
-    build = InfoMetricFamily(FAMILY_PREFIX + "build", "fairwatch build information.", labels=["version"])
+    build = InfoMetricFamily(series.BUILD.name, series.BUILD.help, labels=series.BUILD.labels)
     build.add_metric([version], {})
-    job_errors = CounterMetricFamily(
-        FAMILY_PREFIX + "job_errors_total", "Unexpected errors in scheduled jobs (see the log)."
-    )
+    job_errors = CounterMetricFamily(series.JOB_ERRORS.name, series.JOB_ERRORS.help)
     job_errors.add_metric([], snapshot.job_errors_total)
     return [
         build,
-        _per_model_counter("evaluations_total", "Evaluations attempted.", models, "evaluations_total"),
-        _per_model_counter("evaluation_failures_total", "Evaluations that failed.", models, "failures_total"),
-        _per_model_counter(
-            "rows_read_total", "Prediction rows read from the source.", models, "rows_read_total"
-        ),
+        _per_model_counter(series.EVALUATIONS, models),
+        _per_model_counter(series.EVALUATION_FAILURES, models),
+        _per_model_counter(series.ROWS_READ, models),
         _rows_rejected(models),
-        _per_model_counter(
-            "late_rows_total",
-            "Rows found in sealed panes after their counts were kept (arrived later than "
-            "label_delay + panes.lateness); each was folded in by reading its panes again.",
-            models,
-            "late_rows_total",
-        ),
+        _per_model_counter(series.LATE_ROWS, models),
         _last_read_rejected(models),
         _per_model_gauge(
-            "last_read_files_skipped",
-            "Files the model's last successful evaluation skipped because they could not be parsed "
-            "(half written, corrupt); they are tried again at every evaluation.",
+            series.LAST_READ_FILES_SKIPPED,
             models,
             lambda s: len(s.last_evaluation.skipped_files) if s.last_evaluation else None,
         ),
         job_errors,
         *_sink_metrics(snapshot.alert_sinks),
+        _per_model_gauge(series.EVALUATION_DURATION, models, lambda s: s.last_duration_seconds),
         _per_model_gauge(
-            "evaluation_duration_seconds",
-            "Duration of the model's last evaluation.",
-            models,
-            lambda s: s.last_duration_seconds,
+            series.LAST_SUCCESS, models, lambda s: s.last_success.timestamp() if s.last_success else None
         ),
         _per_model_gauge(
-            "last_evaluation_success_timestamp_seconds",
-            "Unix time of the model's last successful evaluation; absent before the first.",
-            models,
-            lambda s: s.last_success.timestamp() if s.last_success else None,
+            series.LAST_ATTEMPT, models, lambda s: s.last_attempt.timestamp() if s.last_attempt else None
         ),
-        _per_model_gauge(
-            "last_evaluation_timestamp_seconds",
-            "Unix time of the model's last evaluation attempt, successful or not.",
-            models,
-            lambda s: s.last_attempt.timestamp() if s.last_attempt else None,
-        ),
-        _per_model_gauge(
-            "source_up",
-            "1 if the model's last evaluation read its source, 0 if it failed (last values stay exported).",
-            models,
-            lambda s: 1 if s.source_up else 0,
-        ),
-        _per_model_gauge(
-            "model_interval_seconds",
-            "Configured evaluation interval of the model.",
-            models,
-            lambda s: s.interval_seconds,
-        ),
+        _per_model_gauge(series.SOURCE_UP, models, lambda s: 1 if s.source_up else 0),
+        _per_model_gauge(series.MODEL_INTERVAL, models, lambda s: s.interval_seconds),
     ]
 
 
-def _per_model_counter(name: str, help_text: str, models: list[ModelStatus], field: str) -> Metric:
-    family = CounterMetricFamily(FAMILY_PREFIX + name, help_text, labels=["model"])
+def _per_model_counter(family: Family, models: list[ModelStatus]) -> Metric:
+    out = CounterMetricFamily(family.name, family.help, labels=family.labels)
     for status in models:
-        family.add_metric([status.name], getattr(status, field))
-    return family
+        out.add_metric([status.name], getattr(status, family.field))
+    return out
 
 
 def _per_model_gauge(
-    name: str, help_text: str, models: list[ModelStatus], value_of: Callable[[ModelStatus], float | None]
+    family: Family, models: list[ModelStatus], value_of: Callable[[ModelStatus], float | None]
 ) -> Metric:
-    family = GaugeMetricFamily(FAMILY_PREFIX + name, help_text, labels=["model"])
+    out = GaugeMetricFamily(family.name, family.help, labels=family.labels)
     for status in models:
         value = value_of(status)
         if value is not None and not math.isnan(value):  # "not yet known" is absent, not NaN
-            family.add_metric([status.name], value)
-    return family
+            out.add_metric([status.name], value)
+    return out
 
 
 def _rows_rejected(models: list[ModelStatus]) -> Metric:
     family = CounterMetricFamily(
-        FAMILY_PREFIX + "rows_rejected_total",
-        "Rows dropped as invalid, by reason, counted per read like rows_read_total: every evaluation "
-        "re-reads its windows, so a bad row is counted again while it stays in a window.",
-        labels=["model", "reason"],
+        series.ROWS_REJECTED.name, series.ROWS_REJECTED.help, labels=series.ROWS_REJECTED.labels
     )
     for status in models:
         for reason, n in sorted(status.rows_rejected_total.items()):
@@ -353,12 +264,8 @@ def _rows_rejected(models: list[ModelStatus]) -> Metric:
 
 
 def _last_read_rejected(models: list[ModelStatus]) -> Metric:
-    family = GaugeMetricFamily(
-        FAMILY_PREFIX + "last_read_rows_rejected",
-        "Invalid rows, by reason, among the rows the model's last successful evaluation read "
-        "(the span of its longest window): each bad row counted once.",
-        labels=["model", "reason"],
-    )
+    last = series.LAST_READ_REJECTED
+    family = GaugeMetricFamily(last.name, last.help, labels=last.labels)
     for status in models:
         if status.last_evaluation is not None:
             for reason, n in sorted(status.last_evaluation.rejected.items()):
@@ -366,29 +273,12 @@ def _last_read_rejected(models: list[ModelStatus]) -> Metric:
     return family
 
 
-# Per-sink families: (name, HELP, SinkStats field); the last one is a gauge.
-_SINK_FAMILIES = (
-    ("alerts_sent_total", "Alert notifications delivered.", "sent"),
-    (
-        "alert_delivery_failures_total",
-        "Delivery attempts a sink refused, could not be reached for, or did not answer in time.",
-        "failures",
-    ),
-    (
-        "alert_notifications_dropped_total",
-        "Undelivered resolves dropped because the sink's outbox was full.",
-        "dropped",
-    ),
-    ("alert_queue_length", "Alerts waiting in the sink's outbox.", "queued"),
-)
-
-
 def _sink_metrics(sinks: Mapping[str, SinkStats]) -> list[Metric]:
     families: list[Metric] = []
-    for name, help_text, field in _SINK_FAMILIES:
-        kind = CounterMetricFamily if name.endswith("_total") else GaugeMetricFamily
-        family = kind(FAMILY_PREFIX + name, help_text, labels=["sink"])
+    for sink_family in series.SINK_FAMILIES:
+        kind = CounterMetricFamily if sink_family.kind == "counter" else GaugeMetricFamily
+        family = kind(sink_family.name, sink_family.help, labels=sink_family.labels)
         for sink, stats in sorted(sinks.items()):
-            family.add_metric([sink], getattr(stats, field))
+            family.add_metric([sink], getattr(stats, sink_family.field))
         families.append(family)
     return families

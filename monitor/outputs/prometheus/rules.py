@@ -49,7 +49,8 @@ from metrics_core import REGISTRY, FairRange, MetricSpec, resolve_fair_range
 from monitor.config import AlertsConfig, Settings
 from monitor.core.text import fair_range_text
 from monitor.core.times import format_duration
-from monitor.outputs.prometheus.collector import FAMILY_PREFIX, STATE_CODES
+from monitor.outputs.prometheus import series
+from monitor.outputs.prometheus.series import FAMILY_PREFIX, STATE_CODES, VALUE_LABELS
 from monitor.service.alerting import ALERTNAME, runbook_link
 
 __all__ = [
@@ -76,8 +77,6 @@ _HEALTH_FOR = timedelta(minutes=5)
 _REJECTED_FOR = timedelta(minutes=15)
 _REJECTED_RATE_WINDOW = "15m"
 
-# Labels that tell a fairwatch value apart (plus job and instance, added by the scrape).
-_SERIES_LABELS = ("model", "window", "attribute", "group", "reference")
 # Labels ALERTS has that the state series has not.
 _ALERT_ONLY_LABELS = "alertname, alertstate, severity"
 
@@ -222,7 +221,7 @@ def _fairness_expr(metric: str, model_matcher: str) -> str:
     """The metric's value where fairwatch judged it a violation, or a firing alert is still out of range."""
     extra = f", {model_matcher}" if model_matcher else ""
     value = f"{FAMILY_PREFIX}{metric}{{{model_matcher}}}" if model_matcher else f"{FAMILY_PREFIX}{metric}"
-    state = f'{FAMILY_PREFIX}metric_state{{metric="{metric}"{extra}}}'
+    state = f'{series.METRIC_STATE.name}{{metric="{metric}"{extra}}}'
     firing = f'ALERTS{{alertname="{ALERTNAME}", alertstate="firing", metric="{metric}"{extra}}}'
     return (
         f"{value}\n"
@@ -250,7 +249,7 @@ def _fairness_summary(metric: str, fair_range: FairRange) -> str:
 
 def _fairness_description(spec: MetricSpec, variant: _Variant, confidence: float) -> str:
     level = f"{round(confidence * 100, 6):g}%"
-    lower, upper = _companion_value("metric_ci_lower"), _companion_value("metric_ci_upper")
+    lower, upper = _companion_value(series.METRIC_CI_LOWER), _companion_value(series.METRIC_CI_UPPER)
     source = "configured in the model's fair_ranges" if variant.configured else "registry default"
     text = (
         f"{spec.meaning} ({spec.formula}). fairwatch judged the whole {level} interval, {lower} to "
@@ -267,10 +266,10 @@ def _range_text(fair_range: FairRange) -> str:
     anchor, parts, live = fair_range.relative_to, [], []
     if fair_range.min is not None:
         parts.append(f"at least {anchor} {_offset(fair_range.min)}")
-        live.append(f"at least {_companion_value('metric_fair_min')}")
+        live.append(f"at least {_companion_value(series.METRIC_FAIR_MIN)}")
     if fair_range.max is not None:
         parts.append(f"at most {anchor} {_offset(fair_range.max)}")
-        live.append(f"at most {_companion_value('metric_fair_max')}")
+        live.append(f"at most {_companion_value(series.METRIC_FAIR_MAX)}")
     return f"{' and '.join(parts)} (now {' and '.join(live)})"
 
 
@@ -280,7 +279,8 @@ def _offset(x: float) -> str:
 
 # The label matchers of the alert's own series, for the companion queries of its annotations.
 _SERIES_VAR = "$series"
-_SERIES_KEYS = ("job", "instance", *_SERIES_LABELS)
+# Labels that tell a fairwatch value apart: job and instance, added by the scrape, and its own.
+_SERIES_KEYS = ("job", "instance", *VALUE_LABELS)
 
 
 def _with_series(metric: str, text: str) -> str:
@@ -292,10 +292,10 @@ def _with_series(metric: str, text: str) -> str:
     return f'{{{{ {_SERIES_VAR} := printf `metric="{metric}",{matchers}` {args} }}}}{text}'
 
 
-def _companion_value(suffix: str) -> str:
+def _companion_value(companion: series.Family) -> str:
     """A template printing the alert's companion series (interval or fair-range bound), 3 digits."""
     return (
-        f'{{{{ with printf "{FAMILY_PREFIX}{suffix}{{%s}}" {_SERIES_VAR} | query }}}}'
+        f'{{{{ with printf "{companion.name}{{%s}}" {_SERIES_VAR} | query }}}}'
         '{{ . | first | value | printf "%.3g" }}{{ else }}unknown{{ end }}'
     )
 
@@ -306,8 +306,8 @@ def _companion_value(suffix: str) -> str:
 def _health_rules(severity: str, runbook_url: str | None) -> list[AlertRule]:
     """The monitor watching itself. A blind monitor is as urgent as the alerts it can no longer
     raise, so these take the fairness alerts' severity; rejected rows are only ``info``."""
-    interval = f"{FAMILY_PREFIX}model_interval_seconds"
-    success = f"{FAMILY_PREFIX}last_evaluation_success_timestamp_seconds"
+    interval = series.MODEL_INTERVAL.name
+    success = series.LAST_SUCCESS.name
     rules = [
         _health_rule(
             "FairwatchEvaluationStale",
@@ -322,7 +322,7 @@ def _health_rules(severity: str, runbook_url: str | None) -> list[AlertRule]:
         ),
         _health_rule(
             "FairwatchSourceDown",
-            f"{FAMILY_PREFIX}source_up == 0\n",
+            f"{series.SOURCE_UP.name} == 0\n",
             _HEALTH_FOR,
             severity,
             "fairwatch cannot read the prediction log of model {{ $labels.model }}",
@@ -332,7 +332,7 @@ def _health_rules(severity: str, runbook_url: str | None) -> list[AlertRule]:
         ),
         _health_rule(
             "FairwatchAbsent",
-            f'absent({FAMILY_PREFIX}build_info)\nor\nup{{job=~".*fairwatch.*"}} == 0\n',
+            f'absent({series.BUILD.name}_info)\nor\nup{{job=~".*fairwatch.*"}} == 0\n',
             _HEALTH_FOR,
             severity,
             "fairwatch is not being scraped",
@@ -342,8 +342,8 @@ def _health_rules(severity: str, runbook_url: str | None) -> list[AlertRule]:
         ),
         _health_rule(
             "FairwatchRowsRejected",
-            f"sum without (reason) (rate({FAMILY_PREFIX}rows_rejected_total[{_REJECTED_RATE_WINDOW}]))\n"
-            f"  / rate({FAMILY_PREFIX}rows_read_total[{_REJECTED_RATE_WINDOW}])\n"
+            f"sum without (reason) (rate({series.ROWS_REJECTED.name}[{_REJECTED_RATE_WINDOW}]))\n"
+            f"  / rate({series.ROWS_READ.name}[{_REJECTED_RATE_WINDOW}])\n"
             f"> {REJECTED_RATIO:g}\n",
             _REJECTED_FOR,
             "info",

@@ -48,14 +48,14 @@ from monitor.config import SourceConfig
 from monitor.core.errors import ConfigError, SourceError
 from monitor.core.times import utc
 from monitor.sources.contract import Batch, CountRequest
-from monitor.sources.files.counts import Uncountable, count_parquet
+from monitor.sources.files.parquet_counts import Uncountable, count_parquet
 from monitor.sources.files.text_counts import count_text
 from monitor.sources.files.text_files import json_records
 from monitor.sources.frames import counted_batch, filter_window
 
 __all__ = ["MTIME_GRACE", "FileSource", "ScanStats"]
 
-log = logging.getLogger("fairwatch")
+log = logging.getLogger(__name__)
 
 # Clock skew between the writer's host and ours, plus writes buffered before they reach the disk.
 MTIME_GRACE = timedelta(minutes=5)
@@ -140,7 +140,7 @@ class FileSource:
         return batch
 
     def read_counts(self, request: CountRequest, start: datetime, end: datetime) -> Batch | None:
-        """The window counted by DuckDB - Parquet files (:mod:`monitor.sources.files.counts`), CSV
+        """The window counted by DuckDB - Parquet files (:mod:`monitor.sources.files.parquet_counts`), CSV
         or JSON Lines files (:mod:`monitor.sources.files.text_counts`) - or ``None`` (logged once per
         reason) where the row path must read: ``aggregate: false``, files of several formats,
         Parquet timestamps not stored as Parquet timestamps, a missing column, a file DuckDB

@@ -22,7 +22,7 @@ a text's meaning depends on how pandas types the column, that is checked
 What DuckDB would read differently from the row path is found in the bytes first
 (:mod:`monitor.sources.files.text_files`: unterminated rows, files being written, gzip, spaces around
 quotes, lenient JSON); what DuckDB refuses (a malformed row, invalid UTF-8, a duplicate key)
-fails the count. Either way :class:`~monitor.sources.files.counts.Uncountable` sends the window
+fails the count. Either way :class:`~monitor.sources.files.parquet_counts.Uncountable` sends the window
 to the row path, which reads it and counts what it drops. The file list is a Python list given
 to DuckDB's reader, never SQL text; bounds, patterns and thresholds are bound parameters.
 """
@@ -42,7 +42,7 @@ import sqlalchemy as sa
 
 from monitor.sources.contract import INVALID_TIMESTAMP, CountRequest, missing_column, range_column
 from monitor.sources.count_sql import DOLLAR_DIALECT, count_statement
-from monitor.sources.files.counts import Uncountable
+from monitor.sources.files.parquet_counts import Uncountable
 from monitor.sources.files.text_files import TextFiles, prepare
 from monitor.sources.files.text_timestamps import TextInstant, place
 from monitor.sources.files.text_values import (

@@ -46,7 +46,7 @@ from typing import IO, Any
 
 import pandas as pd
 
-from monitor.sources.files.counts import Uncountable
+from monitor.sources.files.parquet_counts import Uncountable
 
 __all__ = ["TextFiles", "json_records", "prepare"]
 

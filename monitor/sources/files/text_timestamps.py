@@ -1,6 +1,6 @@
 """Timestamps written as text (CSV, JSON Lines), placed in time by DuckDB exactly as the row path places them.
 
-The row path (:func:`~monitor.sources.contract.normalize_timestamps`) reads text that is a number as
+The row path (:func:`~monitor.sources.frames.normalize_timestamps`) reads text that is a number as
 epoch seconds - a float64, then pandas' own conversion to nanoseconds - and other text as ISO
 8601 (naive = UTC); what it cannot read is rejected (``timestamp_invalid``). DuckDB decides the
 two common shapes itself, exactly:
@@ -36,7 +36,7 @@ import pandas as pd
 import sqlalchemy as sa
 
 from monitor.core.times import utc
-from monitor.sources.files.counts import Uncountable
+from monitor.sources.files.parquet_counts import Uncountable
 from monitor.sources.frames import normalize_timestamps
 
 __all__ = ["EPOCH_TEXT", "ISO_TEXT", "TextInstant", "epoch_threshold", "place"]

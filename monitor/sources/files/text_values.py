@@ -36,7 +36,7 @@ import pandas as pd
 import sqlalchemy as sa
 from pandas._libs.parsers import STR_NA_VALUES  # type: ignore[import-not-found]  # read_csv's defaults
 
-from monitor.sources.files.counts import Uncountable
+from monitor.sources.files.parquet_counts import Uncountable
 
 __all__ = [
     "BOOL_WORDS",

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SparkJobs", "cause", "retries_within"]
 
-log = logging.getLogger("fairwatch")
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 

@@ -17,7 +17,7 @@ numbers are compared in Spark, against bounds Spark converts in the session's UT
 the fairwatch process' own zone). Text timestamps (and dates) are read as rows, as a SQL
 source's are: Spark keeps ISO-8601 text of the window's dates widened by a day on each side
 (offsets are at most 14 h) and any text it cannot date from its first ten characters, and
-:func:`~monitor.sources.contract.filter_window` filters exactly and counts the unreadable values.
+:func:`~monitor.sources.frames.filter_window` filters exactly and counts the unreadable values.
 pyspark is imported only when a spark source is built (``pip install 'fairwatch[spark]'``, and
 Java 17 or newer for ``local`` masters).
 """
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SparkSource"]
 
-log = logging.getLogger("fairwatch")
+log = logging.getLogger(__name__)
 
 _NUMERIC = ("ByteType", "ShortType", "IntegerType", "LongType", "FloatType", "DoubleType", "DecimalType")
 _DATED = ("StringType", "VarcharType", "CharType", "DateType")  # read as rows, prefiltered by date
