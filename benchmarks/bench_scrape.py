@@ -253,7 +253,7 @@ def serve_forever(kind: str, port_file: str, publish_every: float) -> None:
         current[0] = replace(
             current[0], models=MappingProxyType({"toxicity": replace(status, last_evaluation=evaluation)})
         )
-        publish(current[0])  # what Monitor does after every swap
+        publish(current[0])  # what Runner does after every swap
 
 
 def _client_process(port: int, threads: int, seconds: float) -> list[tuple[float, bool]]:

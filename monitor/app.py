@@ -1,4 +1,4 @@
-"""The composition root: the one place that builds sources, monitor, exporter, notifiers and scheduler.
+"""The composition root: the one place that builds sources, runner, exporter, notifiers and scheduler.
 
 ``build_app(settings)`` -> :class:`App`; ``App.start()`` serves HTTP and schedules one
 APScheduler job per model; ``App.stop()`` undoes both. Nothing else in the service reads
@@ -37,7 +37,7 @@ from monitor.outputs.prometheus.collector import SnapshotCollector
 from monitor.service.alerting import AlertTracker
 from monitor.service.history import History
 from monitor.service.notifiers import Notifier, build_notifiers
-from monitor.service.runner import Monitor
+from monitor.service.runner import Runner
 from monitor.service.snapshot import Snapshot
 from monitor.sources.contract import Source
 
@@ -50,7 +50,7 @@ log = logging.getLogger(__name__)
 class App:
     settings: Settings
     evaluators: Evaluators
-    monitor: Monitor
+    runner: Runner
     registry: CollectorRegistry
     collector: SnapshotCollector
     scheduler: BackgroundScheduler
@@ -61,13 +61,13 @@ class App:
 
     def start(self, *, serve_http: bool = True, schedule: bool = True) -> None:
         """Serve HTTP, then schedule every model (the first run of each starts at once); without
-        ``schedule`` the caller runs ``monitor.run_model`` itself (the demo's :class:`~monitor.cli.demo.pacer.Pacer`)."""
+        ``schedule`` the caller runs ``runner.run_model`` itself (the demo's :class:`~monitor.cli.demo.pacer.Pacer`)."""
         if serve_http:
-            metrics = MetricsEndpoint(self.collector, self.monitor.snapshot, registry=self.registry)
-            self.monitor.subscribe(metrics.publish)  # rendered when published, not when scraped
+            metrics = MetricsEndpoint(self.collector, self.runner.snapshot, registry=self.registry)
+            self.runner.subscribe(metrics.publish)  # rendered when published, not when scraped
             wsgi = make_app(
                 registry=self.registry,
-                get_snapshot=self.monitor.snapshot,
+                get_snapshot=self.runner.snapshot,
                 ready=self._ready.is_set,
                 metrics=metrics,
                 plans=self._plans,
@@ -81,7 +81,7 @@ class App:
         now = datetime.now(UTC)
         for model in self.settings.models:
             self.scheduler.add_job(
-                self.monitor.run_model,
+                self.runner.run_model,
                 "interval",
                 args=[model.name],
                 id=f"evaluate:{model.name}",
@@ -106,7 +106,7 @@ class App:
         one last attempt bounded by the sinks' timeouts, close the server and the sources."""
         if self.scheduler.running:
             self.scheduler.shutdown(wait=True)
-        self.monitor.close(timeout=_delivery_timeout(self.settings) + 1)
+        self.runner.close(timeout=_delivery_timeout(self.settings) + 1)
         if self.server is not None:
             self.server.shutdown()
         self.evaluators.close()
@@ -218,12 +218,12 @@ def _assemble(
     resend = max(m.interval.total_seconds() for m in settings.models)
     if notifiers is None:
         notifiers = build_notifiers(settings.alerts, resend_seconds=resend, logger=log)
-    monitor = Monitor(evaluators, tracker=tracker, notifiers=notifiers, clock=clock)
+    runner = Runner(evaluators, tracker=tracker, notifiers=notifiers, clock=clock)
     history = History(settings.server.history)  # what the live view charts
-    monitor.subscribe(history.record)
+    runner.subscribe(history.record)
     # the collector describes nothing up front, so /metrics?name[]= filters need this flag
     registry = CollectorRegistry(auto_describe=False, support_collectors_without_names=True)
-    collector = SnapshotCollector(monitor.snapshot, version=__version__)
+    collector = SnapshotCollector(runner.snapshot, version=__version__)
     registry.register(collector)
     scheduler = BackgroundScheduler(
         executors={"default": ThreadPoolExecutor(max_workers=max(2, min(8, len(settings.models))))},
@@ -232,7 +232,7 @@ def _assemble(
 
     def on_job_event(event: JobExecutionEvent | JobSubmissionEvent) -> None:
         # run_model catches evaluation errors itself; this counts what escapes it and missed runs
-        monitor.record_job_error()
+        runner.record_job_error()
         if getattr(event, "exception", None) is not None:
             log.error("job %s crashed: %s", event.job_id, event.exception)
         elif event.code == EVENT_JOB_MAX_INSTANCES:
@@ -241,4 +241,4 @@ def _assemble(
             log.warning("job %s missed its run time", event.job_id)
 
     scheduler.add_listener(on_job_event, EVENT_JOB_ERROR | EVENT_JOB_MISSED | EVENT_JOB_MAX_INSTANCES)
-    return App(settings, evaluators, monitor, registry, collector, scheduler, clock, history)
+    return App(settings, evaluators, runner, registry, collector, scheduler, clock, history)

@@ -8,7 +8,7 @@ lower, upper and the fair range) and one byte per state - over a tuple of series
 evaluation when the set of series did not change: about 41 bytes per value, so 720 evaluations of
 a model with 500 series take about 15 MB.
 
-:meth:`History.record` is a :meth:`monitor.service.runner.Monitor.subscribe` callback: it keeps each
+:meth:`History.record` is a :meth:`monitor.service.runner.Runner.subscribe` callback: it keeps each
 model's ``last_evaluation`` once.
 """
 

@@ -1,6 +1,6 @@
-"""The monitor: runs evaluations, keeps per-model status, drives alerts, swaps snapshots.
+"""The runner: runs evaluations, keeps per-model status, drives alerts, swaps snapshots.
 
-:meth:`Monitor.run_model` is the scheduled job. It never lets an exception escape into
+:meth:`Runner.run_model` is the scheduled job. It never lets an exception escape into
 the scheduler: a failing source marks that model's source down, keeps its last good
 values (their age is exported), is logged once per distinct cause and counted, and the
 next tick retries. Other models are not affected.
@@ -25,12 +25,12 @@ from monitor.service.delivery import AlertDelivery
 from monitor.service.notifiers import Notifier
 from monitor.service.snapshot import ActiveAlert, ModelStatus, Snapshot
 
-__all__ = ["Monitor"]
+__all__ = ["Runner"]
 
 log = logging.getLogger(__name__)
 
 
-class Monitor:
+class Runner:
     def __init__(
         self,
         evaluators: Mapping[str, Evaluator],

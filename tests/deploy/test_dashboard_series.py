@@ -61,9 +61,9 @@ def exposition() -> list[tuple[str, dict[str, str], float]]:
     source = MemorySource(log, timestamp_column="ts")
     clock = FakeClock(NOW)
     app = build_app(settings, clock=clock, memory_sources={MODEL: source})
-    app.monitor.run_model(MODEL)
+    app.runner.run_model(MODEL)
     clock.advance(timedelta(minutes=1))
-    app.monitor.run_model(MODEL)
+    app.runner.run_model(MODEL)
     text = generate_latest(app.registry).decode()
     app.stop()
     return [

@@ -23,7 +23,7 @@ from monitor.evaluation.evaluators import build_evaluators
 from monitor.service.alerting import AlertTracker
 from monitor.service.delivery import AlertDelivery
 from monitor.service.notifiers import RecordingNotifier, WebhookNotifier
-from monitor.service.runner import Monitor
+from monitor.service.runner import Runner
 from monitor.service.snapshot import ActiveAlert
 from monitor.sources import MemorySource
 from tests.monitor.test_service import T0, drifting_log
@@ -82,7 +82,7 @@ def receiver(request: pytest.FixtureRequest) -> Iterator[Receiver]:
     r.close()
 
 
-def _monitor(frame: Any, url: str, *, timeout: float) -> tuple[Monitor, FakeClock]:
+def _monitor(frame: Any, url: str, *, timeout: float) -> tuple[Runner, FakeClock]:
     settings = settings_from_dict(
         {
             "models": [
@@ -100,7 +100,7 @@ def _monitor(frame: Any, url: str, *, timeout: float) -> tuple[Monitor, FakeCloc
         }
     )
     clock = FakeClock(T0 + timedelta(hours=5))
-    monitor = Monitor(
+    monitor = Runner(
         build_evaluators(settings, memory_sources={"tox": MemorySource(frame, timestamp_column="ts")}),
         tracker=AlertTracker(for_=timedelta(0), keep_firing_for=timedelta(0)),
         notifiers=[WebhookNotifier(url, timeout_seconds=timeout)],
@@ -113,7 +113,7 @@ def _remove_bias(frame: Any) -> None:
     frame.loc[:, "score"] = 1 / (1 + np.exp(-(-1.5 + 3 * frame["label"])))
 
 
-def _evaluate(monitor: Monitor) -> float:
+def _evaluate(monitor: Runner) -> float:
     """Run one evaluation in a thread; its duration, failing the test if it does not return."""
     t0 = time.monotonic()
     job = threading.Thread(target=monitor.run_model, args=["tox"], daemon=True)

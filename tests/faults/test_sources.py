@@ -38,8 +38,8 @@ def _app(config: Path, apps: list[App]) -> App:
 
 def _run(app: App, model: str = "toxicity") -> tuple[ModelStatus, float]:
     t0 = time.monotonic()
-    app.monitor.run_model(model)
-    return app.monitor.snapshot().models[model], time.monotonic() - t0
+    app.runner.run_model(model)
+    return app.runner.snapshot().models[model], time.monotonic() - t0
 
 
 def _assert_one_clean_line(status: ModelStatus, *words: str) -> None:

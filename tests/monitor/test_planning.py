@@ -147,7 +147,7 @@ def test_the_service_serves_the_same_plans(config: Path, capsys: pytest.CaptureF
     settings = with_planning_rates(load_settings(config))
     settings = settings.model_copy(update={"server": settings.server.model_copy(update={"port": 0})})
     app = build_app(settings, clock=FakeClock(NOW))
-    app.monitor.run_model("toxicity")
+    app.runner.run_model("toxicity")
     app.start()
     try:
         assert app.server is not None

@@ -15,7 +15,7 @@ from monitor.core.clock import FakeClock
 from monitor.evaluation.evaluators import build_evaluators
 from monitor.service.alerting import AlertTracker
 from monitor.service.notifiers import RecordingNotifier
-from monitor.service.runner import Monitor
+from monitor.service.runner import Runner
 from monitor.sources import MemorySource
 
 T0 = datetime(2026, 11, 22, 0, 0, tzinfo=UTC)
@@ -41,9 +41,7 @@ def drifting_log(hours: int = 12, per_hour: int = 3000, bias_from: int = 4, seed
     )
 
 
-def make_monitor(
-    frames: dict[str, pd.DataFrame], *, for_: str = "30m"
-) -> tuple[Monitor, FakeClock, Any, Any]:
+def make_monitor(frames: dict[str, pd.DataFrame], *, for_: str = "30m") -> tuple[Runner, FakeClock, Any, Any]:
     models = [
         {
             "name": name,
@@ -62,13 +60,13 @@ def make_monitor(
     clock = FakeClock(T0 + timedelta(hours=1))
     recorder = RecordingNotifier()
     tracker = AlertTracker(for_=settings.alerts.for_, keep_firing_for=timedelta(0))
-    monitor = Monitor(
+    monitor = Runner(
         build_evaluators(settings, memory_sources=sources), tracker=tracker, notifiers=[recorder], clock=clock
     )
     return monitor, clock, recorder, sources
 
 
-def tick(monitor: Monitor, clock: FakeClock, minutes: int = 10) -> None:
+def tick(monitor: Runner, clock: FakeClock, minutes: int = 10) -> None:
     clock.advance(timedelta(minutes=minutes))
     for name in monitor.evaluators:
         monitor.run_model(name)
@@ -198,8 +196,8 @@ def test_the_service_alert_and_the_prometheus_rule_share_name_and_runbook_link()
         notifiers=[recorder],
     )
     try:
-        app.monitor.run_model("tox")
-        assert app.monitor.delivery.flush(timeout=10)
+        app.runner.run_model("tox")
+        assert app.runner.delivery.flush(timeout=10)
     finally:
         app.stop()
     pushed = [a for call in recorder.calls for a in call.firing]

@@ -20,7 +20,7 @@ from monitor.evaluation.evaluators import build_evaluators
 from monitor.outputs.prometheus.collector import SnapshotCollector
 from monitor.service.alerting import AlertTracker
 from monitor.service.notifiers import RecordingNotifier
-from monitor.service.runner import Monitor
+from monitor.service.runner import Runner
 
 NOW = datetime(2026, 11, 22, 12, tzinfo=UTC)
 N = 3000
@@ -146,7 +146,7 @@ def test_family_from_sqlite_to_metrics(family: Callable[..., Any], tmp_path: Pat
     options = config.get("options", {})
     config["options"] = {k: str(tmp_path / v) if k.endswith("_file") else v for k, v in options.items()}
     settings = settings_from_dict({"models": [config], "alerts": {"for": "0s"}})
-    monitor = Monitor(
+    monitor = Runner(
         build_evaluators(settings),
         tracker=AlertTracker(for_=timedelta(0), keep_firing_for=timedelta(0)),
         notifiers=[RecordingNotifier()],

@@ -65,7 +65,7 @@ class Pacer:
             started = self._monotonic()
             try:
                 self._before()
-                self._run(name)  # Monitor.run_model catches, counts and logs evaluation errors itself
+                self._run(name)  # Runner.run_model catches, counts and logs evaluation errors itself
             except Exception:  # the job boundary, as the scheduler's listener is: log, go on
                 log.exception("evaluating %s failed", name)
             finished = self._monotonic()

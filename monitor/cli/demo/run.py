@@ -150,7 +150,7 @@ def _fmt(x: float) -> str:
 
 
 def _status_table(app: App, now: datetime, *, footer: str) -> Table:
-    snap = app.monitor.snapshot()
+    snap = app.runner.snapshot()
     min_samples = {m.name: m.min_samples for m in app.settings.models}
     table = Table(
         title=f"fairwatch demo - simulated time {now:%Y-%m-%d %H:%M} UTC",
@@ -199,7 +199,7 @@ def run_demo(*, host: str, port: int, directory: str, duration: float, speed: fl
     clock = AcceleratedClock(start, speed)
     app = build_app(settings, clock=clock)
     pacer = Pacer(
-        app.monitor.run_model,
+        app.runner.run_model,
         {m.name: m.interval.total_seconds() for m in settings.models},
         before=lambda: growing.advance(clock.now()),  # between evaluations: see GrowingLog
     )
@@ -316,7 +316,7 @@ def _alert_changes(
 ) -> list[str]:
     """A line for each alert that changed state since the last call."""
     lines = []
-    current = {(a.labels["metric"], a.labels["window"]): a for a in app.monitor.snapshot().alerts}
+    current = {(a.labels["metric"], a.labels["window"]): a for a in app.runner.snapshot().alerts}
     for key, a in current.items():
         if seen.get(key) != a.state:
             seen[key] = a.state
