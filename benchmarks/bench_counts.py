@@ -114,11 +114,12 @@ sys.exit(os.waitstatus_to_exitcode(status))
 """
 
 
-def run_cli(config: Path) -> dict[str, Any]:
-    """One ``fairwatch evaluate`` in a fresh process: seconds, peak RSS (MB) and its JSON report."""
+def run_cli(config: Path, extra: list[str] | None = None) -> dict[str, Any]:
+    """One ``fairwatch evaluate`` in a fresh process: seconds, peak RSS (MB) and its JSON report
+    (``extra``: more arguments, such as ``--model``)."""
     fairwatch = Path(sys.executable).with_name("fairwatch")  # the console script, as users run it
     command = [sys.executable, "-S", "-c", _LAUNCHER, str(fairwatch), "evaluate", "--config", str(config)]
-    command += ["--start", START, "--end", END, "--format", "json"]
+    command += ["--start", START, "--end", END, "--format", "json", *(extra or [])]
     t0 = time.perf_counter()
     done = subprocess.run(command, capture_output=True, check=False)
     seconds = time.perf_counter() - t0

@@ -35,6 +35,7 @@ from monitor.evaluation.evaluators import Evaluators, build_evaluators
 from monitor.http import LiveView, MetricsEndpoint, ServerHandle, make_app, serve
 from monitor.outputs.prometheus.collector import SnapshotCollector
 from monitor.service.alerting import AlertTracker
+from monitor.service.dispatch import Dispatcher
 from monitor.service.history import History
 from monitor.service.notifiers import Notifier, build_notifiers
 from monitor.service.runner import Runner
@@ -44,6 +45,8 @@ from monitor.sources.contract import Source
 __all__ = ["App", "build_app", "run_forever"]
 
 log = logging.getLogger(__name__)
+
+_DISPATCH = "dispatch"  # the scheduler job (and its one-thread executor) that hands out evaluations
 
 
 @dataclass
@@ -56,8 +59,19 @@ class App:
     scheduler: BackgroundScheduler
     clock: Clock
     history: History
+    workers: int = 2
     server: ServerHandle | None = None
     _ready: threading.Event = field(default_factory=threading.Event)
+    dispatcher: Dispatcher = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.dispatcher = Dispatcher(
+            {m.name: m.interval.total_seconds() for m in self.settings.models},
+            workers=self.workers,
+            run=self.runner.run_model,
+            submit=self._submit,
+            skipped=self.runner.record_skipped,
+        )
 
     def start(self, *, serve_http: bool = True, schedule: bool = True) -> None:
         """Serve HTTP, then schedule every model (the first run of each starts at once); without
@@ -78,22 +92,23 @@ class App:
         if not schedule:
             self._ready.set()
             return
-        now = datetime.now(UTC)
-        for model in self.settings.models:
-            self.scheduler.add_job(
-                self.runner.run_model,
-                "interval",
-                args=[model.name],
-                id=f"evaluate:{model.name}",
-                name=f"evaluate {model.name}",
-                seconds=model.interval.total_seconds(),
-                next_run_time=now,
-                max_instances=1,  # never two runs of one model at once
-                coalesce=True,  # a slow run is followed by one catch-up, not a burst
-                misfire_grace_time=max(1, int(model.interval.total_seconds())),
-            )
+        # one timer hands the workers the due models, oldest due first (monitor.service.dispatch)
+        self.scheduler.add_job(
+            self.dispatcher.tick,
+            "interval",
+            seconds=1,
+            id=_DISPATCH,
+            executor=_DISPATCH,
+            next_run_time=datetime.now(UTC),
+            max_instances=1,
+            coalesce=True,
+        )
         self.scheduler.start()
         self._ready.set()
+
+    def _submit(self, job: Callable[[], None]) -> None:
+        """Run one evaluation on a worker now (never dropped as misfired: the dispatcher waits for it)."""
+        self.scheduler.add_job(job, misfire_grace_time=None, name="evaluate")
 
     def _plans(self, snapshot: Snapshot) -> list[dict[str, object]]:
         """Power plans of every model's last evaluation (``/api/v1/power``), at 90% power."""
@@ -104,6 +119,7 @@ class App:
     def stop(self) -> None:
         """Stop scheduling (a running read ends within its ``source.timeout``), give queued alerts
         one last attempt bounded by the sinks' timeouts, close the server and the sources."""
+        self.dispatcher.stop()  # before the shutdown, which waits for running evaluations holding its locks
         if self.scheduler.running:
             self.scheduler.shutdown(wait=True)
         self.runner.close(timeout=_delivery_timeout(self.settings) + 1)
@@ -225,13 +241,20 @@ def _assemble(
     registry = CollectorRegistry(auto_describe=False, support_collectors_without_names=True)
     collector = SnapshotCollector(runner.snapshot, version=__version__)
     registry.register(collector)
+    workers = max(2, min(8, len(settings.models)))
     scheduler = BackgroundScheduler(
-        executors={"default": ThreadPoolExecutor(max_workers=max(2, min(8, len(settings.models))))},
+        executors={
+            "default": ThreadPoolExecutor(max_workers=workers),
+            _DISPATCH: ThreadPoolExecutor(max_workers=1),
+        },
         timezone=UTC,
     )
 
     def on_job_event(event: JobExecutionEvent | JobSubmissionEvent) -> None:
-        # run_model catches evaluation errors itself; this counts what escapes it and missed runs
+        # run_model catches evaluation errors itself; this counts what escapes it. A dispatch tick
+        # missed or still running is no error: the next one hands out what is due.
+        if event.job_id == _DISPATCH and getattr(event, "exception", None) is None:
+            return
         runner.record_job_error()
         if getattr(event, "exception", None) is not None:
             log.error("job %s crashed: %s", event.job_id, event.exception)
@@ -241,4 +264,4 @@ def _assemble(
             log.warning("job %s missed its run time", event.job_id)
 
     scheduler.add_listener(on_job_event, EVENT_JOB_ERROR | EVENT_JOB_MISSED | EVENT_JOB_MAX_INSTANCES)
-    return App(settings, evaluators, runner, registry, collector, scheduler, clock, history)
+    return App(settings, evaluators, runner, registry, collector, scheduler, clock, history, workers)

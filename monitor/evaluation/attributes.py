@@ -11,7 +11,7 @@ import pandas as pd
 import metrics_core as mc
 from monitor.config import GroupConfig
 
-__all__ = ["attributes"]
+__all__ = ["attributes", "group_codes"]
 
 
 def attributes(
@@ -44,16 +44,27 @@ def attributes(
                 weight=weight,
             )
         elif g.kind == "categorical":
-            values = _group_values(frame[g.column])
+            codes, categories = group_codes(frame[g.column])
             ref = g.reference if isinstance(g.reference, str) else "&".join(g.reference)
             attr = mc.categorical_attribute(
-                g.attribute, values, reference=ref, min_size=g.min_size, max_groups=max_groups, weight=weight
+                g.attribute,
+                codes,
+                reference=ref,
+                min_size=g.min_size,
+                max_groups=max_groups,
+                weight=weight,
+                categories=categories,
             )
         else:
-            cells = {c: _group_values(frame[c]) for c in g.columns}
+            coded = {c: group_codes(frame[c]) for c in g.columns}
             attr = _renamed(
                 mc.intersection_attribute(
-                    cells, reference=g.reference, min_size=g.min_size, max_groups=max_groups, weight=weight
+                    {c: codes for c, (codes, _) in coded.items()},
+                    reference=g.reference,
+                    min_size=g.min_size,
+                    max_groups=max_groups,
+                    weight=weight,
+                    categories={c: categories for c, (_, categories) in coded.items()},
                 ),
                 g.attribute,
             )
@@ -61,16 +72,28 @@ def attributes(
     return out
 
 
-def _group_values(values: pd.Series) -> np.ndarray:
-    """Categorical values with missing ones as None; a non-scalar cell (a JSON list) counts as missing
-    (blank text is missing too: metrics_core treats ``""`` and ``"  "`` alike)."""
+#: Column kinds (``pandas.api.types.infer_dtype``) whose values hash alike exactly when they name the
+#: same group. Elsewhere equal hashes can name different groups - True and 1, Decimal 1.0 and 1.00 -
+#: and each value is named first, one by one (a mixed column is rare; a column of text is not).
+_NAMED_BY_HASH = frozenset(
+    {"string", "empty", "boolean", "integer", "floating", "mixed-integer-float", "categorical"}
+)
 
-    def scalar(v: object) -> object:
-        if v is None or isinstance(v, list | tuple | dict | set | np.ndarray):
-            return None
-        return None if isinstance(v, float) and v != v else v
 
-    return np.array([scalar(v) for v in values.astype(object)], dtype=object)
+def group_codes(values: pd.Series) -> tuple[np.ndarray, list[object]]:
+    """A group column factorised by hashing, not value by value in Python: integer codes (-1:
+    missing) and the distinct values they stand for, which ``metrics_core`` names once each.
+    Missing are None, NaN and NA, blank text, and a composite cell (a JSON list), which names no group."""
+    if pd.api.types.infer_dtype(values, skipna=True) not in _NAMED_BY_HASH:
+        values = values.map(_group_name, na_action="ignore")
+    codes, uniques = pd.factorize(values, use_na_sentinel=True)
+    return codes.astype(np.int64, copy=False), list(np.asarray(uniques, dtype=object))
+
+
+def _group_name(value: object) -> str | None:
+    if isinstance(value, list | tuple | dict | set | np.ndarray):
+        return None
+    return mc.category_name(value)
 
 
 def _renamed(attr: mc.Attribute, name: str) -> mc.Attribute:

@@ -103,7 +103,10 @@ def _evaluator(
     progress: Callable[[str], None] | None,
     pane_store: PaneStore | None,
 ) -> Evaluator:
-    source = build_source(model.source, timestamp_column=model.columns.timestamp, memory=memory)
+    rows_of = (model.columns.model, model.name) if model.columns.model else None
+    source = build_source(
+        model.source, timestamp_column=model.columns.timestamp, model=rows_of, memory=memory
+    )
     try:
         label_source = None
         if model.labels is not None:

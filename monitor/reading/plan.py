@@ -18,6 +18,7 @@ when a model's evaluator is built; a tick only calls :meth:`ReadPlan.read`.
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -39,8 +40,13 @@ from monitor.tasks import TASKS
 
 __all__ = ["COUNTED_TASKS", "ReadPlan", "WindowsRead", "count_request"]
 
+log = logging.getLogger(__name__)
+
 #: Tasks whose every statistic is a count of rows by the columns the task reads.
 COUNTED_TASKS = frozenset({"binary", "multiclass"})
+#: Counted windows at least this large whose combinations are more than half their rows are said
+#: once in the log: counting them saves little (scores of full precision, nearly one per row).
+DISTINCT_ROWS = 10_000
 
 
 @dataclass(frozen=True)
@@ -78,6 +84,7 @@ class ReadPlan:
         self._counting = source if counts and isinstance(source, CountingSource) else None
         self._shape = count_request(model, (), labels) if self._counting is not None else None
         self.panes = panes if self._counting is not None and labels is None else None
+        self._said_distinct = False
 
     @property
     def kind(self) -> Literal["rows", "counts", "panes"]:
@@ -104,13 +111,35 @@ class ReadPlan:
             ):
                 through_panes = self.panes.read(source, request, start, end, now)
                 if through_panes is not None:
+                    self._say_if_distinct(through_panes.batch)
                     return WindowsRead(
                         through_panes.batch, through_panes.late_rows, through_panes.pieces_read
                     )
             batch = source.read_counts(request, start, end)
             if batch is not None:
+                self._say_if_distinct(batch)
                 return WindowsRead(batch)
         return WindowsRead(self._read_rows(start, end))
+
+    def _say_if_distinct(self, batch: Batch) -> None:
+        """Once: a counted window whose combinations are nearly its rows - raw float scores."""
+        rows, combinations = batch.n_rows, len(batch.frame)
+        if self._said_distinct or rows < DISTINCT_ROWS or combinations <= rows / 2:
+            return
+        self._said_distinct = True
+        advice = (
+            "; score_decimals: 4 rounds the scores in the database to a few thousand values (each AUC "
+            "then reports its rounding error), see docs/scaling.md"
+            if self.model.score_decimals is None and self.model.columns.score
+            else ""
+        )
+        log.info(
+            "model %s: its window's %d rows are %d distinct combinations: counting them saves little%s",
+            self.model.name,
+            rows,
+            combinations,
+            advice,
+        )
 
     def _read_rows(self, start: datetime, end: datetime) -> Batch:
         batch = self.source.read(start, end)

@@ -113,6 +113,14 @@ class Runner:
             log.info("model %s: evaluation succeeded again", name)
         return evaluation
 
+    def record_skipped(self, name: str, reason: str, ticks: int) -> None:
+        """Ticks of ``name`` that fell due while it waited for a worker or ran (:mod:`.dispatch`)."""
+        with self._publishing():
+            old = self._snapshot.models[name]
+            skipped = Counter(dict(old.skipped_total))
+            skipped[reason] += ticks
+            self._swap({name: replace(old, skipped_total=MappingProxyType(dict(skipped)))})
+
     def record_job_error(self) -> None:
         """A scheduler-level failure (missed run, crashed job) - APScheduler only logs these."""
         with self._publishing():

@@ -34,6 +34,7 @@ class ModelStatus:
     rows_rejected_total: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     late_rows_total: int = 0
     last_duration_seconds: float = float("nan")
+    skipped_total: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))  # ticks, by reason
 
 
 @dataclass(frozen=True)

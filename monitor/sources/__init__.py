@@ -40,9 +40,15 @@ KINDS: Mapping[str, str] = MappingProxyType(
 
 
 def build_source(
-    config: SourceConfig, *, timestamp_column: str | None, memory: Mapping[str, Source] | None = None
+    config: SourceConfig,
+    *,
+    timestamp_column: str | None,
+    model: tuple[str, str] | None = None,
+    memory: Mapping[str, Source] | None = None,
 ) -> Source:
-    """The source a config describes. ``timestamp_column=None`` reads without a time filter."""
+    """The source a config describes. ``timestamp_column=None`` reads without a time filter.
+    ``model`` (a column and a model's name): the source may leave out the rows of other models of
+    the log where it can tell them apart as the row path does (the rows are filtered again)."""
     if config.kind == "memory":
         name = config.name or "default"
         if memory is None or name not in memory:
@@ -51,5 +57,6 @@ def build_source(
     if config.kind not in KINDS:
         raise ConfigError(f"source.kind: unknown kind {config.kind!r}")
     module, _, name = KINDS[config.kind].partition(":")
-    source: Source = getattr(importlib.import_module(module), name)(config, timestamp_column=timestamp_column)
+    kind = getattr(importlib.import_module(module), name)
+    source: Source = kind(config, timestamp_column=timestamp_column, model=model)
     return source

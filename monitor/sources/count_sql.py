@@ -83,6 +83,7 @@ def count_statement(
     indexed: bool = False,
     round_score: bool = False,
     extra: Sequence[sa.Label[Any]] = (),
+    keep: sa.ColumnElement[bool] | None = None,
 ) -> sa.Select[Any]:
     """``SELECT <keys>, count(*) FROM (<keys of each row in read>) GROUP BY <keys>``.
 
@@ -104,7 +105,9 @@ def count_statement(
     holds numbers) the score is grouped by rounded to ``request.score_decimals``
     (:func:`rounded_score`): continuous scores then come back as a few thousand values, not one
     per row. ``extra`` keys are grouped by too (what the caller needs to decide some rows
-    itself, such as a text timestamp the database cannot read exactly).
+    itself, such as a text timestamp the database cannot read exactly). Only rows where ``keep``
+    holds are counted at all (one model's rows of a log holding several: an index on the model
+    column and the timestamp then serves the read).
     """
 
     def between(start: datetime, end: datetime, lo: str, hi: str) -> sa.ColumnElement[bool]:
@@ -126,9 +129,13 @@ def count_statement(
             inside = between(start, end, f"lo_{i}", f"hi_{i}")
             if prefilter is not None:
                 inside = sa.and_(prefilter(start, end, f"day_{i}"), inside)
+            if keep is not None:
+                inside = sa.and_(keep, inside)
             counts.append(sa.select(sa.func.count()).select_from(source).where(inside).scalar_subquery())
         return sa.select(*(n.label(range_column(i)) for i, n in enumerate(counts)))
     day = None if prefilter is None else prefilter(lo, hi, "day")
+    if keep is not None:  # ANDed outside every OR below: another model's unreadable rows are not ours
+        day = keep if day is None else sa.and_(keep, day)
     if totals:
         where = where if day is None else sa.and_(day, where)
         sums = [sa.func.coalesce(sa.func.sum(sa.case((inside, 1), else_=0)), 0) for inside in insides]

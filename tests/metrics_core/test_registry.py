@@ -83,6 +83,7 @@ SPEC_INTERVALS = {
 }
 
 PUBLIC_API = [
+    "category_name",
     "DEFAULT_MIN_SAMPLES",
     "Adjustment",
     "Method",

@@ -19,6 +19,7 @@ from monitor.config import SourceConfig
 from monitor.core.errors import SourceError
 from monitor.evaluation.evaluators import build_evaluators
 from monitor.reading.plan import count_request
+from monitor.sources import frames as frames_module
 from monitor.sources.contract import WEIGHT
 from monitor.sources.frames import count_keys
 from monitor.sources.sql.arrow import ArrowReader
@@ -264,3 +265,31 @@ def test_counting_in_chunks_merges_to_the_whole_count() -> None:
         )
     }
     assert got == dict(expect)
+
+
+def test_counting_rows_that_are_nearly_all_distinct_regroups_them_a_logarithmic_number_of_times(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Raw float scores: nearly every row its own combination. Merging the running total at every
+    chunk regrouped it each time (quadratic); the counts are merged only when the chunks waiting hold
+    as many combinations as the merged ones."""
+    rng = np.random.default_rng(1)
+    n, chunk = 64_000, 1_000
+    rows = pd.DataFrame({"score": rng.random(n), "label": rng.integers(0, 2, n)})
+    rows.loc[rows.index % 997 == 0, "score"] = 0.5  # a few repeats
+    merged_sizes: list[int] = []
+    merge = frames_module._merge_counts
+
+    def spy(counted: list[pd.DataFrame]) -> pd.DataFrame:
+        merged_sizes.append(sum(len(c) for c in counted))
+        return merge(counted)
+
+    monkeypatch.setattr(frames_module, "_merge_counts", spy)
+    counted = count_keys(rows.iloc[i : i + chunk] for i in range(0, n, chunk))
+    expect = Counter(zip(rows["score"], rows["label"], strict=True))
+    assert (
+        dict(zip(zip(counted["score"], counted["label"], strict=True), counted[WEIGHT], strict=True))
+        == expect
+    )
+    assert len(merged_sizes) <= 8  # 1 + log2(64), where merging every chunk made 63
+    assert sum(merged_sizes) <= 4 * n  # each row regrouped a few times, not once per later chunk

@@ -292,14 +292,19 @@ def test_sqlite_unreadable_timestamps_are_counted_as_rejected(tmp_path: Path) ->
 
 def test_sqlite_unreadable_timestamps_of_other_days_are_not_read(tmp_path: Path) -> None:
     """The read covers whole days of text (the index range): an unreadable timestamp of another
-    day is outside it, in the row path and in the count alike."""
-    url = sqlite_log(tmp_path, dirty_log(1000), "TEXT", SQLITE_TIMESTAMPS["iso-text"][1])
+    day is outside it, in the row path and in the count alike. So is another model's row: the log
+    holds two models, and only this one's rows are read."""
+    frame = dirty_log(1000)
+    url = sqlite_log(tmp_path, frame, "TEXT", SQLITE_TIMESTAMPS["iso-text"][1])
     with sqlite3.connect(url.removeprefix("sqlite:///")) as conn:
         conn.execute("UPDATE predictions SET ts = substr(ts, 1, 10) || 'T99:99' WHERE id % 50 = 0")
         conn.execute("UPDATE predictions SET ts = '2026-11-01T99:99' WHERE id % 50 = 1")  # 3 weeks ago
     assert_counted_equals_rows({"kind": "sql", "url": url, "table": "predictions"})
     counted, _ = evaluate({"kind": "sql", "url": url, "table": "predictions"}, aggregate=True)
-    assert counted.rejected["timestamp_invalid"] == 20  # ids 0, 50, ..., 950: the day of the window
+    # ids 0, 50, ..., 950 (the day of the window) of this model, not the other's
+    ours = int(((frame["id"] % 50 == 0) & (frame["model"] == "tox")).sum())
+    assert 0 < ours < 20
+    assert counted.rejected["timestamp_invalid"] == ours
 
 
 def test_a_query_source_is_counted_with_its_columns_as_stored(tmp_path: Path) -> None:

@@ -280,3 +280,26 @@ def test_text_file_counts_with_score_decimals_equal_rows(tmp_path: Path, fmt: st
         counted = evaluate(source, aggregate=True, decimals=2)
     assert outcomes == ["counted"]
     assert comparable(counted) == comparable(evaluate(source, aggregate=False, decimals=2))
+
+
+def test_a_window_of_nearly_distinct_rows_says_so_once_naming_score_decimals(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Raw scores: the counted window is about as long as the rows it stands for. Said in the log
+    once per model, with the setting that helps; with rounded scores the advice is not given."""
+    frame = continuous(dirty_log(24_000))
+    url = sqlite_log(tmp_path, frame, "TEXT", SQLITE_TIMESTAMPS["iso-text"][1])
+    source = {"kind": "sql", "url": url, "table": "predictions"}
+    for decimals in (None, 2):
+        caplog.clear()
+        evaluator = build_evaluators(with_decimals(config(source, aggregate=True), decimals))["tox"]
+        with evaluator, caplog.at_level("INFO", logger="monitor"):
+            for _ in range(2):
+                evaluation = evaluator.evaluate(NOW)
+        lines = [r.getMessage() for r in caplog.records if "distinct combinations" in r.getMessage()]
+        assert evaluation.rows_read >= 10_000
+        if decimals is None:
+            assert len(lines) == 1, lines
+            assert "score_decimals: 4" in lines[0] and "model tox" in lines[0]
+        else:
+            assert len(lines) <= 1 and not any("score_decimals" in line for line in lines), lines

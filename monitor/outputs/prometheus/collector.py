@@ -212,6 +212,7 @@ def _self_metrics(snapshot: Snapshot, version: str) -> list[Metric]:
         build,
         _per_model_counter(series.EVALUATIONS, models),
         _per_model_counter(series.EVALUATION_FAILURES, models),
+        _by_reason(series.EVALUATION_SKIPPED, models, lambda s: s.skipped_total),
         _per_model_counter(series.ROWS_READ, models),
         _rows_rejected(models),
         _per_model_counter(series.LATE_ROWS, models),
@@ -254,13 +255,17 @@ def _per_model_gauge(
 
 
 def _rows_rejected(models: list[ModelStatus]) -> Metric:
-    family = CounterMetricFamily(
-        series.ROWS_REJECTED.name, series.ROWS_REJECTED.help, labels=series.ROWS_REJECTED.labels
-    )
+    return _by_reason(series.ROWS_REJECTED, models, lambda s: s.rows_rejected_total)
+
+
+def _by_reason(
+    family: Family, models: list[ModelStatus], counts_of: Callable[[ModelStatus], Mapping[str, int]]
+) -> Metric:
+    out = CounterMetricFamily(family.name, family.help, labels=family.labels)
     for status in models:
-        for reason, n in sorted(status.rows_rejected_total.items()):
-            family.add_metric([status.name, reason], n)
-    return family
+        for reason, n in sorted(counts_of(status).items()):
+            out.add_metric([status.name, reason], n)
+    return out
 
 
 def _last_read_rejected(models: list[ModelStatus]) -> Metric:

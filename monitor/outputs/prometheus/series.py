@@ -185,6 +185,14 @@ LATE_ROWS = Family(
     "counter",
     "late_rows_total",
 )
+EVALUATION_SKIPPED = Family(
+    "evaluation_skipped_total",
+    "Scheduled evaluations of the model that were skipped, by reason: busy (it waited for a free worker: "
+    "more models were due than workers) or slow (its own evaluation ran longer than its interval); "
+    "it is evaluated again at its first tick still ahead, oldest due first.",
+    ("model", "reason"),
+    "counter",
+)
 LAST_READ_REJECTED = Family(
     "last_read_rows_rejected",
     "Invalid rows, by reason, among the rows the model's last successful evaluation read "
@@ -244,6 +252,7 @@ SERVICE_FAMILIES = (
     BUILD,
     EVALUATIONS,
     EVALUATION_FAILURES,
+    EVALUATION_SKIPPED,
     ROWS_READ,
     ROWS_REJECTED,
     LATE_ROWS,

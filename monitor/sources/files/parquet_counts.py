@@ -28,7 +28,7 @@ from monitor.sources.contract import CountRequest
 from monitor.sources.count_sql import DOLLAR_DIALECT, count_statement
 from monitor.sources.frames import flaggable
 
-__all__ = ["Uncountable", "count_parquet"]
+__all__ = ["Uncountable", "count_parquet", "holds_text"]
 
 
 class Uncountable(Exception):
@@ -43,9 +43,13 @@ def count_parquet(
     *,
     timeout: float,
     totals: bool = False,
+    model: tuple[str, str] | None = None,
 ) -> tuple[pd.DataFrame, frozenset[str]]:
     """The count statement's result over ``paths``, and the indicator attributes flagged in it
     (``totals``: the one-row statement of rows per range, see :func:`count_statement`).
+
+    ``model`` (a column and a model's name): only that model's rows are counted, where the column
+    holds text (the row path compares the model's name with the column's text).
 
     Raises :class:`Uncountable` (with the reason) where the row path must read instead.
     """
@@ -71,6 +75,9 @@ def count_parquet(
         value = utc if aware else utc.replace(tzinfo=None)  # a naive column holds UTC wall time
         return sa.bindparam(name, value, type_=sa.DateTime(timezone=aware))
 
+    keep = None
+    if model is not None and model[0] in schema.names and holds_text(schema.field(model[0]).type):
+        keep = table.c[model[0]] == sa.bindparam("model", model[1], type_=sa.String())
     statement = count_statement(
         table,
         request,
@@ -81,6 +88,7 @@ def count_parquet(
         sqlite=False,
         totals=totals,
         round_score=request.score in numeric,
+        keep=keep,
     )
     compiled = statement.compile(dialect=DOLLAR_DIALECT, compile_kwargs={"render_postcompile": True})
     params = [compiled.params[name] for name in compiled.positiontup or ()]
@@ -95,3 +103,10 @@ def count_parquet(
         finally:
             timer.cancel()
     return frame, flagged
+
+
+def holds_text(arrow_type: pa.DataType) -> bool:
+    """Whether a Parquet column holds text (plain or dictionary-encoded)."""
+    if pa.types.is_dictionary(arrow_type):
+        return holds_text(arrow_type.value_type)
+    return bool(pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type))

@@ -48,7 +48,7 @@ from monitor.config import SourceConfig
 from monitor.core.errors import ConfigError, SourceError
 from monitor.core.times import utc
 from monitor.sources.contract import Batch, CountRequest
-from monitor.sources.files.parquet_counts import Uncountable, count_parquet
+from monitor.sources.files.parquet_counts import Uncountable, count_parquet, holds_text
 from monitor.sources.files.text_counts import count_text
 from monitor.sources.files.text_files import json_records
 from monitor.sources.frames import counted_batch, filter_window
@@ -94,11 +94,17 @@ class FileSource:
     """
 
     def __init__(
-        self, config: SourceConfig, *, timestamp_column: str | None, mtime_grace: timedelta = MTIME_GRACE
+        self,
+        config: SourceConfig,
+        *,
+        timestamp_column: str | None,
+        model: tuple[str, str] | None = None,
+        mtime_grace: timedelta = MTIME_GRACE,
     ) -> None:
         if not config.path:
             raise ConfigError("source.path: a files source needs a file or a glob")
         self.pattern = config.path
+        self._model = model  # (column, name): one model's rows of a log holding several (Parquet counts)
         self.format = config.format
         self.timestamp_column = timestamp_column
         self.mtime_grace = mtime_grace
@@ -203,7 +209,7 @@ class FileSource:
         try:
             if fmt == "parquet":
                 frame, flagged = count_parquet(
-                    paths, request, start, end, timeout=self.timeout, totals=totals
+                    paths, request, start, end, timeout=self.timeout, totals=totals, model=self._model
                 )
                 counted = frame, flagged, Counter[str]()
             else:
@@ -299,7 +305,7 @@ class FileSource:
         fmt, compressed = self._format_of(path)
         try:
             if fmt == "parquet":
-                return _read_parquet(path, self.timestamp_column, start, end, stats)
+                return _read_parquet(path, self.timestamp_column, start, end, stats, self._model)
             with open(path, "rb") as fh:
                 data = fh.read()
             if compressed:
@@ -396,11 +402,24 @@ def _gunzip(data: bytes) -> bytes:
 
 
 def _read_parquet(
-    path: str, timestamp_column: str | None, start: datetime, end: datetime, stats: ScanStats
+    path: str,
+    timestamp_column: str | None,
+    start: datetime,
+    end: datetime,
+    stats: ScanStats,
+    model: tuple[str, str] | None = None,
 ) -> pd.DataFrame:
-    """Read only the row groups whose min/max statistics may overlap the window."""
+    """Read only the row groups whose min/max statistics may overlap the window - and of a log
+    holding several models, only ``model``'s rows (where its column holds text, as the counts do)."""
     dataset = ds.dataset(path, format="parquet")
     window = _arrow_window(dataset.schema, timestamp_column, start, end)
+    if (
+        model is not None
+        and model[0] in dataset.schema.names
+        and holds_text(dataset.schema.field(model[0]).type)
+    ):
+        ours = ds.field(model[0]) == model[1]
+        window = ours if window is None else window & ours
     pieces = []
     for fragment in dataset.get_fragments():
         total = fragment.metadata.num_row_groups

@@ -60,8 +60,11 @@ _ISO_DATE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}"  # a constant pattern; no value is pa
 class SparkSource:
     """Rows or counts of a window from a Spark table or path (see the module docstring)."""
 
-    def __init__(self, config: SourceConfig, *, timestamp_column: str | None) -> None:
+    def __init__(
+        self, config: SourceConfig, *, timestamp_column: str | None, model: tuple[str, str] | None = None
+    ) -> None:
         self.config = config
+        self._model = model  # (column, name): one model's rows of a log holding several
         self.timestamp_column = timestamp_column
         self._jobs = SparkJobs(config, self.describe)
         self._counts_unavailable: str | None = None
@@ -149,10 +152,18 @@ class SparkSource:
     # -- internals ---------------------------------------------------------------------------------
 
     def _frame(self, spark: SparkSession) -> DataFrame:
+        """The table or path - of a log holding several models, only this model's rows, where the
+        model column holds text (what the row path compares the model's name with)."""
         if self.config.table:
-            return spark.table(self.config.table)
-        fmt = "delta" if self.config.format == "delta" else "parquet"
-        return spark.read.format(fmt).load(self.config.path)
+            frame = spark.table(self.config.table)
+        else:
+            fmt = "delta" if self.config.format == "delta" else "parquet"
+            frame = spark.read.format(fmt).load(self.config.path)
+        if self._model is not None and dict(frame.dtypes).get(self._model[0]) == "string":
+            from pyspark.sql import functions as F
+
+            frame = frame.where(F.col(self._model[0]) == F.lit(self._model[1]))
+        return frame
 
     def _rows_instead(self, why: str) -> None:
         if why != self._counts_unavailable:  # once per reason, not at every tick

@@ -43,6 +43,7 @@ from monitor.sources.sql.labels import latest_labels, with_labels
 from monitor.sources.sql.schema import TableSchema, reflect
 from monitor.sources.sql.statements import (
     count_or_reason,
+    model_condition,
     placeholder_statement,
     query_columns,
     query_placeholders,
@@ -62,7 +63,9 @@ _T = TypeVar("_T")
 class SqlSource:
     """Rows or counts of a window from a SQL table or query (see the module docstring)."""
 
-    def __init__(self, config: SourceConfig, *, timestamp_column: str | None) -> None:
+    def __init__(
+        self, config: SourceConfig, *, timestamp_column: str | None, model: tuple[str, str] | None = None
+    ) -> None:
         if not config.url:
             raise ConfigError("source.url: a sql source needs an SQLAlchemy URL")
         try:
@@ -72,6 +75,7 @@ class SqlSource:
             raise ConfigError("source.url: not a valid SQLAlchemy URL (dialect+driver://...)") from None
         self.config = config
         self.timestamp_column = timestamp_column
+        self._model = model  # (column, name): one model's rows of a log holding several
         self._query = config.query.strip().rstrip(";").strip() if config.query else None
         self._placeholders = self._query is not None and query_placeholders(self._query)
         timeout = config.timeout.total_seconds()
@@ -134,8 +138,9 @@ class SqlSource:
                 encoding = (
                     self._timestamps.detect(conn, source) if self.timestamp_column is not None else None
                 )
+                keep = model_condition(source, self._model, self._schema if self._query is None else None)
                 statement = rows_statement(
-                    source, self.timestamp_column, encoding, start, end, sqlite=self._db.is_sqlite
+                    source, self.timestamp_column, encoding, start, end, sqlite=self._db.is_sqlite, keep=keep
                 )
             text = (
                 (self._schema.text if self._schema is not None else frozenset())
@@ -299,6 +304,7 @@ class SqlSource:
             totals=totals,
             indexed=schema is not None and request.labels is None and schema.timestamp_indexed,
             round_score=rounds_in_sql(request.score, schema, sqlite=self._db.is_sqlite),
+            keep=model_condition(source, self._model, schema),
         )
         if isinstance(statement, str):
             self._rows_instead(statement)

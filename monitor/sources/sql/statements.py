@@ -33,6 +33,7 @@ from monitor.sources.sql.timestamps import (
 
 __all__ = [
     "count_or_reason",
+    "model_condition",
     "placeholder_statement",
     "query_columns",
     "query_placeholders",
@@ -52,10 +53,14 @@ def rows_statement(
     end: datetime,
     *,
     sqlite: bool,
+    keep: sa.ColumnElement[bool] | None = None,
 ) -> sa.Select[Any]:
-    """``SELECT * FROM source WHERE ts >= :start AND ts < :end`` (no filter where the stored form
-    allows none: :func:`~monitor.sources.frames.filter_window` then does all the filtering)."""
+    """``SELECT * FROM source WHERE ts >= :start AND ts < :end`` (no time filter where the stored
+    form allows none: :func:`~monitor.sources.frames.filter_window` then does all the filtering),
+    and only rows where ``keep`` holds (one model's)."""
     stmt: sa.Select[Any] = sa.select(sa.literal_column("*")).select_from(source)
+    if keep is not None:
+        stmt = stmt.where(keep)
     bounds = encoding.bounds(start, end) if encoding is not None and timestamp_column is not None else None
     if bounds is None or encoding is None or timestamp_column is None:
         return stmt
@@ -115,6 +120,7 @@ def count_or_reason(
     totals: bool = False,
     indexed: bool = False,
     round_score: bool = False,
+    keep: sa.ColumnElement[bool] | None = None,
 ) -> sa.Select[Any] | str:
     """:func:`~monitor.sources.count_sql.count_statement` over ``source`` (the log, its labels
     joined where asked), or why the database cannot count it exactly (then rows are read).
@@ -141,6 +147,7 @@ def count_or_reason(
         totals=totals,
         indexed=indexed,
         round_score=round_score,
+        keep=keep,
     )
 
 
@@ -178,3 +185,15 @@ def query_columns(conn: Connection, query: str) -> set[str]:
         sa.text(query).columns().subquery("q")
     )
     return set(conn.execute(probe.limit(0)).keys())
+
+
+def model_condition(
+    source: sa.FromClause, model: tuple[str, str] | None, schema: TableSchema | None
+) -> sa.ColumnElement[bool] | None:
+    """``<model column> = :model`` for a source that reads one model of a log holding several
+    (``model``: the column and the model's name), where the database compares as the row path does:
+    a table column of a text type. (A number or an untyped query column is filtered in pandas only.)"""
+    if model is None or schema is None or model[0] not in schema.text:
+        return None
+    column, name = model
+    return source.c[column] == sa.bindparam("model", name, type_=sa.String())

@@ -1,0 +1,219 @@
+"""The shapes users log, measured as users run fairwatch: one ``fairwatch evaluate`` per shape and store.
+
+Shapes (``shapes.py``): a loan model with float64 probabilities and categorical / intersectional
+groups (``loan``), a 2,000-value Zipf categorical (``zipf``), many models in one log told apart by a
+``model`` column (``models``: all of them, and one with ``--model``), a Jigsaw-like log with nine REAL
+identity columns NULL where not annotated (``jigsaw``), and the same with raw float scores
+(``raw``). Stores: SQLite (ISO text timestamps, an index on the timestamp - and on (model, ts) for
+``models``), Parquet, and with ``--postgres`` a throw-away PostgreSQL cluster (timestamptz).
+
+Each run is the real CLI in a fresh process - start-up, imports, the read and every metric -
+``fairwatch evaluate --config F --start S --end E --format json``: the default (counted), and the row
+path in the same run as the baseline (``aggregate: false``), whose JSON report the default's must
+equal value for value. Reports wall time, the process's peak RSS and the load average. The last line
+is one JSON object.
+
+    python benchmarks/bench_shapes.py [--shapes loan zipf models jigsaw raw] [--postgres] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import secrets
+import sqlite3
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_counts import run_cli, values
+from shapes import jigsaw_log, loan_log, many_models, zipf_log
+
+from monitor.cli.terminal import print_table
+
+# shape -> (store names, rows, builder): the sizes the targets of issue 20 name
+SHAPES: dict[str, tuple[tuple[str, ...], int, Callable[[int], tuple[pd.DataFrame, Any]]]] = {
+    "loan": (("sqlite", "parquet", "postgresql"), 200_000, loan_log),
+    "loan-1m": (("parquet",), 1_000_000, loan_log),
+    "zipf": (("parquet",), 1_000_000, zipf_log),
+    "models": (("sqlite", "parquet"), 40_000, lambda rows: many_models(50, rows)),
+    "jigsaw": (("sqlite",), 2_000_000, jigsaw_log),
+    "raw": (("sqlite", "parquet"), 2_000_000, lambda rows: jigsaw_log(rows, decimals=None)),
+}
+QUICK = {
+    "loan": 50_000,
+    "loan-1m": 200_000,
+    "zipf": 200_000,
+    "models": 4_000,
+    "jigsaw": 200_000,
+    "raw": 200_000,
+}
+
+
+def write_sqlite(frame: pd.DataFrame, db: Path) -> str:
+    text = frame.assign(ts=frame["ts"].dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
+    with sqlite3.connect(db) as conn:
+        text.to_sql("predictions", conn, index=False, chunksize=100_000)
+        conn.execute("CREATE INDEX predictions_ts ON predictions (ts)")
+        if "model" in frame.columns:
+            conn.execute("CREATE INDEX predictions_model_ts ON predictions (model, ts)")
+    return f"sqlite:///{db}"
+
+
+def write_parquet(frame: pd.DataFrame, path: Path) -> str:
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path, row_group_size=200_000)
+    return str(path)
+
+
+def write_postgres(frame: pd.DataFrame, url: str) -> str:
+    import psycopg
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(url)
+    frame.head(0).to_sql("predictions", engine, index=False, if_exists="replace")
+    engine.dispose()
+    plain = sa.make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(plain) as conn:
+        with conn.cursor().copy("COPY predictions FROM STDIN") as copy:
+            for row in frame.itertuples(index=False):
+                copy.write_row(row)
+        conn.execute("CREATE INDEX predictions_ts ON predictions (ts)")
+        if "model" in frame.columns:
+            conn.execute("CREATE INDEX predictions_model_ts ON predictions (model, ts)")
+        conn.execute("ANALYZE predictions")
+    return url
+
+
+def write(store: str, frame: pd.DataFrame, stem: Path, postgres: str | None) -> str:
+    """The log written to ``store``; its URL or path."""
+    if store == "sqlite":
+        return write_sqlite(frame, stem.with_suffix(".db"))
+    if store == "parquet":
+        return write_parquet(frame, stem.with_suffix(".parquet"))
+    assert postgres is not None
+    return write_postgres(frame, postgres)
+
+
+def source_of(store: str, target: str, *, rows_path: bool) -> dict[str, Any]:
+    extra = {"aggregate": False} if rows_path else {}
+    if store == "parquet":
+        return {"kind": "files", "path": target, "format": "parquet", **extra}
+    source = {"kind": "sql", "url": target, "table": "predictions", **extra}
+    return source | ({"timestamp_format": "iso_utc"} if store == "sqlite" else {})
+
+
+def write_config(configs: list[dict[str, Any]], source: dict[str, Any], path: Path) -> Path:
+    path.write_text(yaml.safe_dump({"models": [c | {"source": source} for c in configs]}))
+    return path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--shapes", nargs="+", default=list(SHAPES), choices=list(SHAPES))
+    parser.add_argument("--stores", nargs="+", default=["sqlite", "parquet", "postgresql"])
+    parser.add_argument("--postgres", action="store_true", help="also a throw-away local PostgreSQL cluster")
+    parser.add_argument("--quick", action="store_true", help="small sizes, to try the script")
+    parser.add_argument("--no-baseline", action="store_true", help="skip the row path (no equality check)")
+    args = parser.parse_args()
+    console = Console(stderr=True)
+    load = os.getloadavg()
+    table = Table(
+        title=f"fairwatch evaluate of users' shapes (load {load[0]:.2f} {load[1]:.2f} {load[2]:.2f})"
+    )
+    for col in ("shape", "store", "rows", "run", "seconds", "peak RSS MB", "identical"):
+        table.add_column(col, justify="right")
+    results: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp, postgres_url(args.postgres) as pg:
+        folder = Path(tmp)
+        for shape in args.shapes:
+            stores, rows, build = SHAPES[shape]
+            rows = QUICK[shape] if args.quick else rows
+            with console.status(f"{shape}: generating {rows:,} rows"):
+                frame, configs = build(rows)
+            configs = configs if isinstance(configs, list) else [configs]
+            for store in stores:
+                if store not in args.stores or (store == "postgresql" and pg is None):
+                    continue
+                with console.status(f"{shape}: writing {len(frame):,} rows to {store}"):
+                    target = write(store, frame, folder / shape, pg)
+                runs: list[tuple[str, list[str]]] = [("counted", [])]
+                if shape == "models":
+                    runs.append(("one model", ["--model", configs[0]["name"]]))
+                reference = None
+                if not args.no_baseline:
+                    config = write_config(
+                        configs, source_of(store, target, rows_path=True), folder / "rows.yaml"
+                    )
+                    with console.status(f"{shape} on {store}: fairwatch evaluate (rows: the baseline)"):
+                        base = run_cli(config)
+                    reference = values(base["report"])
+                    runs_done = {"rows (baseline)": (base, None)}
+                else:
+                    runs_done = {}
+                config = write_config(
+                    configs, source_of(store, target, rows_path=False), folder / "counted.yaml"
+                )
+                for name, extra in runs:
+                    with console.status(f"{shape} on {store}: fairwatch evaluate ({name})"):
+                        run = run_cli(config, extra)
+                    same = None
+                    if reference is not None:
+                        wanted = extra[-1] if extra else None
+                        expected = [r for r in reference if wanted is None or r.get("model") == wanted]
+                        same = values(run["report"]) == expected
+                    runs_done[name] = (run, same)
+                for name, (run, same) in runs_done.items():
+                    identical = "-" if same is None else "yes" if same else "NO"
+                    table.add_row(
+                        shape,
+                        store,
+                        f"{len(frame):,}",
+                        name,
+                        f"{run['seconds']:.2f}",
+                        f"{run['peak_mb']:.0f}",
+                        identical,
+                    )
+                    results[f"{shape}/{store}/{name}"] = {
+                        "seconds": round(run["seconds"], 3),
+                        "peak_mb": round(run["peak_mb"]),
+                        "identical": same,
+                    }
+    print_table(Console(), table)
+    print(json.dumps({"load": [round(x, 2) for x in load], **results}))
+
+
+@contextlib.contextmanager
+def postgres_url(wanted: bool) -> Iterator[str | None]:
+    if not wanted:
+        yield None
+        return
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests.servers import TempPostgres
+
+    cluster = TempPostgres()
+    try:
+        cluster.init()
+        cluster.start()
+        password = secrets.token_hex(16)
+        cluster.create_database("fairwatch", password, "bench")
+        yield f"postgresql+psycopg://fairwatch:{password}@127.0.0.1:{cluster.port}/bench"
+    finally:
+        cluster.stop_and_remove()
+
+
+if __name__ == "__main__":
+    main()
