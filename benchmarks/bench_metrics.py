@@ -29,6 +29,12 @@ distinct scores). With more than nine groups the identity columns are synthetic
 (``identity_000``...). When ``--baseline-groups`` is below ``--groups`` the baseline runs on
 that many groups and its time is extrapolated linearly in the number of groups (its cost is
 per group); the output says so.
+
+The table build is mostly one ``np.sort`` of 64-bit words, whose speed depends on the CPU as
+much as on the code: on AMD Zen 4, numpy's AVX-512 sort (picked on any CPU with AVX-512) is
+about 5x slower than its AVX2 sort on the same machine, as Zen 4 microcodes the compress-store
+the sort partitions with. The JSON line therefore names the CPU and times numpy's sort of as
+many random 64-bit words (``sort_seconds``): compare figures from different machines with it.
 """
 
 from __future__ import annotations
@@ -47,6 +53,7 @@ import tracemalloc
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -349,6 +356,30 @@ def rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def cpu_name() -> str:
+    """The CPU as ``/proc/cpuinfo`` names it, with its family and model (they tell Zen 3 from Zen 4)."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return platform.processor() or "unknown"
+    first: dict[str, str] = {}
+    for key, _, value in (line.partition(":") for line in lines):
+        first.setdefault(key.strip(), value.strip())
+    return f"{first.get('model name', '?')} (family {first.get('cpu family', '?')}, model {first.get('model', '?')})"
+
+
+def sort_seconds(rows: int, *, seed: int, repeat: int = 3) -> float:
+    """Best time of numpy's sort of ``rows`` random 64-bit words: the table build's sort on this machine."""
+    words = np.random.default_rng(seed).integers(0, 2**63, rows, dtype=np.uint64)
+    best = math.inf
+    for _ in range(repeat):
+        copy = words.copy()
+        t = time.perf_counter()
+        copy.sort()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
 def traced_peak_mb(func: Callable[[], object]) -> float:
     """Peak of memory allocated by ``func`` (numpy buffers included) above what was live before."""
     gc.collect()
@@ -450,6 +481,10 @@ def print_tables(out: Any, run: FairwatchRun, summary: dict[str, Any], notes: li
             "overall AUC / final score",
             f"{_fmt(model['overall_auc'], 6)} / {_fmt(model['jigsaw_final_score'], 6)}",
         ),
+        (
+            f"numpy's sort of {summary['rows']:,} random 64-bit words (this machine)",
+            f"{summary['sort_seconds']:.3f} s",
+        ),
         ("peak RSS, whole process", f"{summary['peak_rss_mb']:.0f} MB"),
         (
             "peak RSS after data + fairwatch (before the baseline)",
@@ -546,6 +581,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             tick()
     fairwatch_rss = rss_mb()
     fw_alloc = traced_peak_mb(lambda: run_fairwatch(w))
+    sort_time = sort_seconds(w.rows, seed=args.seed)
 
     names = list(w.identity)
     measured = names[:measured_groups]
@@ -596,6 +632,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "data_rss_mb": round(data_rss, 1),
         "fairwatch_alloc_peak_mb": round(fw_alloc, 1),
         "baseline_alloc_peak_mb": round(base_alloc, 1),
+        "sort_seconds": round(sort_time, 4),
+        "cpu": cpu_name(),
         "cpus": os.cpu_count(),
         "load_average_1min": round(os.getloadavg()[0], 2),
         "python": platform.python_version(),
