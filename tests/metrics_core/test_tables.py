@@ -297,3 +297,14 @@ def test_shape_and_argument_errors_name_the_argument():
         mc.ScoreTable.from_arrays([0.1, 0.2], [0, 1], {"g": [0, 2]})
     with pytest.raises(KeyError, match="nope"):
         mc.ScoreTable.from_arrays([0.1, 0.2], [0, 1]).group("nope")
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_comparisons_grid_is_the_union_of_its_sides_ids(seed: int) -> None:
+    """The grid of a group and its reference: their ids merged, each once, in order (np.union1d says)."""
+    from metrics_core.window.grid import _union
+
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(0, 400, 2) if seed else np.array([0, 7])  # an empty side too
+    a, b = (np.unique(rng.integers(0, 500, int(s))).astype(np.int64) for s in sizes)
+    assert _union(a, b).tolist() == np.union1d(a, b).tolist()
