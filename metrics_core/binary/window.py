@@ -148,6 +148,7 @@ class BinaryWindow(ConfusionWindow):
         self.cut = int(np.searchsorted(table.scores, threshold, side="left"))
         self._universes: dict[tuple[str, ...] | None, tuple[FloatArray, FloatArray]] = {}
         self._universe_moments: dict[tuple[str, ...] | None, FloatArray] = {}
+        self._references: dict[str, tuple[FloatArray, FloatArray]] = {}
         self._aucs: dict[tuple[str, str], AucEstimate] = {}
         self.pairs = [self._pair(c) for c in comparisons]
         super().__init__(
@@ -237,6 +238,13 @@ class BinaryWindow(ConfusionWindow):
 
     # -- preparation ----------------------------------------------------------------------------
 
+    def _reference(self, key: str) -> tuple[FloatArray, FloatArray]:
+        """A named reference's counts per distinct score of the window, and their cumulative sums (once)."""
+        if key not in self._references:
+            dense = self.table.group(key).dense(self.table.n_scores)
+            self._references[key] = (dense, _cumulative(dense))
+        return self._references[key]
+
     def _universe(self, keys: tuple[str, ...] | None) -> tuple[FloatArray, FloatArray]:
         if keys not in self._universes:
             t = self.table
@@ -244,7 +252,7 @@ class BinaryWindow(ConfusionWindow):
                 dense, cum = t.counts, t.cumulative
             else:
                 dense = t.union(keys).dense(t.n_scores)
-                cum = np.concatenate([np.zeros((1, 3)), np.cumsum(dense, axis=0)])
+                cum = _cumulative(dense)
             self._universes[keys] = (dense, cum)
         return self._universes[keys]
 
@@ -269,12 +277,25 @@ class BinaryWindow(ConfusionWindow):
             r_cells = u_cells - g_cells
             r_mom = self._universe_moment(comp.universe) - g_mom
         else:
+            # A named reference never shares a row with the group (values of one column, or of one tuple
+            # of columns): read from its cumulative counts on the group's own grid, as the background
+            # is. A comparison then costs its group's distinct scores, not the reference's too - 2,000
+            # groups against one large reference each laid the reference out again, in memory at once.
             r = t.group(comp.reference_key)
-            grid, (g_side, r_side) = grid_for(g, r)
+            dense, cum = self._reference(comp.reference_key)
+            grid, (g_side,) = grid_for(g)
+            r_side = complement_side(grid, None, dense, cum)
             split_r = int(np.searchsorted(r.ids, self.cut))
             r_cells = np.stack([r.counts[:split_r].sum(0), r.counts[split_r:].sum(0)])
             r_mom = _moments(t.scores[r.ids], r.counts)
         return Pair(comp, g, g_side, r_side, np.stack([g_cells, r_cells]), np.stack([g_mom, r_mom]))
+
+
+def _cumulative(dense: FloatArray) -> FloatArray:
+    """``cum[i] = dense[:i].sum(0)``, rows contiguous: :func:`complement_side` gathers whole rows of it,
+    and ``np.take`` of a column-major array first copies all of it (~1 ms per comparison at 200k scores)."""
+    cum: FloatArray = np.ascontiguousarray(np.concatenate([np.zeros((1, 3)), np.cumsum(dense, axis=0)]))
+    return cum
 
 
 def _moments(scores: FloatArray, counts: FloatArray) -> FloatArray:

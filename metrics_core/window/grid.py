@@ -61,8 +61,11 @@ def _union(*ids: NDArray[np.int64]) -> NDArray[np.int64]:
     return union
 
 
-def complement_side(grid: Grid, group_at: FloatArray, universe: FloatArray, universe_cum: FloatArray) -> Side:
-    """Rows of ``universe`` not in the group, on the group's grid.
+def complement_side(
+    grid: Grid, group_at: FloatArray | None, universe: FloatArray, universe_cum: FloatArray
+) -> Side:
+    """Rows of ``universe`` not in the group, on the group's grid (``group_at`` ``None``: no row of the
+    universe is in the group - a named reference, read on the group's grid).
 
     ``universe`` has shape (K, 3) and ``universe_cum`` shape (K + 1, 3) with
     ``universe_cum[i] = universe[:i].sum(0)``. The grid must hold every score of the group.
@@ -75,7 +78,8 @@ def complement_side(grid: Grid, group_at: FloatArray, universe: FloatArray, univ
     upto = np.take(universe_cum, ids + 1, axis=0)  # ... and at or below it
     at = np.empty((3, m))  # built transposed: the kernel reads one label (column) at a time
     np.subtract(upto.T, below.T, out=at)
-    at -= group_at.T
+    if group_at is not None:
+        at -= group_at.T
     # mass strictly between consecutive grid scores (the group has none there):
     # gap j = (below grid score j) - (at or below grid score j - 1)
     gap = np.empty((3, m + 1))

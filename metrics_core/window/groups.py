@@ -70,6 +70,21 @@ class Attribute:
     def groups(self) -> list[str]:
         return [c.group for c in self.comparisons]
 
+    def sums(self, values: ArrayLike, keys: Sequence[str] | None = None) -> dict[str, float]:
+        """``values`` (one per row) summed over the rows of each group key (default: the compared
+        groups'; 0 for a key the attribute has no mask for): one pass over the codes of a categorical
+        attribute, one mask per group of an indicator attribute.
+
+        >>> a = categorical_attribute("race", ["a", "b", "b", "c"], reference="a")
+        >>> a.sums([1.0, 2.0, 3.0, 4.0])
+        {'race=b': 5.0, 'race=c': 4.0}
+        """
+        v = np.asarray(values, dtype=np.float64)
+        wanted = [c.key for c in self.comparisons] if keys is None else list(keys)
+        if isinstance(self.masks, _CodeMasks):
+            return self.masks.sums(v, wanted)
+        return {k: float(v[np.asarray(self.masks[k])].sum()) if k in self.masks else 0.0 for k in wanted}
+
 
 def membership(values: ArrayLike) -> BoolArray:
     """A group mask from booleans, 0/1 flags or membership fractions: member iff >= 0.5, NaN is not.
@@ -175,6 +190,23 @@ class _CodeMasks(Mapping[str, BoolArray]):
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._keys)
+
+    def sums(self, values: NDArray[np.float64], keys: Sequence[str]) -> dict[str, float]:
+        """``values`` summed per key in one pass (a key of no code, or the universe, by its mask)."""
+        present = self._codes >= 0
+        totals = np.bincount(
+            self._codes[present], values[present], minlength=max(self._keys.values(), default=-1) + 1
+        )
+        out = {}
+        for k in keys:
+            code = self._keys.get(k)
+            if code is None:
+                out[k] = 0.0
+            elif code >= 0:
+                out[k] = float(totals[code])
+            else:
+                out[k] = float(values[self[k]].sum())
+        return out
 
     def __len__(self) -> int:
         return len(self._keys)

@@ -22,7 +22,6 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Self
 
-import numpy as np
 import pandas as pd
 
 import metrics_core as mc
@@ -36,6 +35,7 @@ from monitor.reading.frame import (
     columns_for_frame,
     count_rows,
     labeled,
+    row_counts,
     task_data,
     weights,
 )
@@ -188,8 +188,12 @@ class Evaluator:
         # The binary engine also reports the overall AUC, the anchor of the AUC family's ranges: never
         # for a model without labels, where it could only ever be NaN (and no dashboard draws it).
         task = TASKS[model.task]
-        values = [v for v in values if task.can_compute(v.metric, model.columns)]
-        model_values = [v for v in model_values if task.can_compute(v.metric, model.columns)]
+        metrics = {v.metric for v in (*values, *model_values)}
+        computable = {
+            m for m in metrics if task.can_compute(m, model.columns)
+        }  # once per metric, not per value
+        values = [v for v in values if v.metric in computable]
+        model_values = [v for v in model_values if v.metric in computable]
         groups = self._group_stats(outcome, labeled_rows, out_attrs, flagged)
         dropped = {a.name: len(a.dropped) for a in out_attrs if a.dropped}
         missing = {a.name: a.n_missing for a in out_attrs if a.n_missing}
@@ -252,26 +256,26 @@ class Evaluator:
             else {}
         )
         has_label = labeled(labeled_rows)
+        outcome_rows = row_counts(outcome)
+        label_rows = row_counts(labeled_rows)
         stats = []
         for a in attrs:
             la = label_attrs.get(a.name, a)
-            for c in a.comparisons:
-                size = count_rows(outcome, np.asarray(a.masks[c.key]))
-                in_label = (
-                    np.asarray(la.masks[c.key])
-                    if c.key in la.masks
-                    else np.zeros(len(labeled_rows), dtype=bool)
+            keys = [c.key for c in a.comparisons]
+            sizes = a.sums(outcome_rows, keys)
+            in_label = la.sums(label_rows, keys)
+            with_label = la.sums(label_rows * has_label, keys)
+            stats += [
+                GroupStats(
+                    c.attribute,
+                    c.group,
+                    c.reference,
+                    round(sizes[c.key]),
+                    round(with_label[c.key]),
+                    round(in_label[c.key]),
                 )
-                stats.append(
-                    GroupStats(
-                        c.attribute,
-                        c.group,
-                        c.reference,
-                        size,
-                        count_rows(labeled_rows, in_label & has_label),
-                        count_rows(labeled_rows, in_label),
-                    )
-                )
+                for c in a.comparisons
+            ]
         return stats
 
 

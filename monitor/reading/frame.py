@@ -31,6 +31,7 @@ __all__ = [
     "count_rows",
     "group_columns",
     "labeled",
+    "row_counts",
     "task_data",
     "weights",
 ]
@@ -125,6 +126,12 @@ def task_data(frame: pd.DataFrame) -> dict[str, InputArray]:
 def weights(frame: pd.DataFrame) -> np.ndarray | None:
     """The row count of each entry of a counted frame; ``None`` for a frame of rows."""
     return frame[WEIGHT].to_numpy(dtype=np.float64) if WEIGHT in frame.columns else None
+
+
+def row_counts(frame: pd.DataFrame) -> np.ndarray:
+    """The rows each entry of ``frame`` stands for: its count in a counted frame, else 1."""
+    w = weights(frame)
+    return np.ones(len(frame)) if w is None else w
 
 
 def count_rows(frame: pd.DataFrame, mask: np.ndarray | None = None) -> int:
