@@ -148,7 +148,7 @@ class BinaryWindow(ConfusionWindow):
         self.cut = int(np.searchsorted(table.scores, threshold, side="left"))
         self._universes: dict[tuple[str, ...] | None, tuple[FloatArray, FloatArray]] = {}
         self._universe_moments: dict[tuple[str, ...] | None, FloatArray] = {}
-        self._references: dict[str, tuple[FloatArray, FloatArray]] = {}
+        self._references: dict[str, tuple[FloatArray, FloatArray, FloatArray, FloatArray]] = {}
         self._aucs: dict[tuple[str, str], AucEstimate] = {}
         self.pairs = [self._pair(c) for c in comparisons]
         super().__init__(
@@ -238,11 +238,20 @@ class BinaryWindow(ConfusionWindow):
 
     # -- preparation ----------------------------------------------------------------------------
 
-    def _reference(self, key: str) -> tuple[FloatArray, FloatArray]:
-        """A named reference's counts per distinct score of the window, and their cumulative sums (once)."""
+    def _reference(self, key: str) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+        """A named reference's counts per distinct score of the window and their cumulative sums, its
+        confusion cells and score moments: once per reference, however many groups it is compared with."""
         if key not in self._references:
-            dense = self.table.group(key).dense(self.table.n_scores)
-            self._references[key] = (dense, _cumulative(dense))
+            r = self.table.group(key)
+            split = int(np.searchsorted(r.ids, self.cut))
+            cells = np.stack([r.counts[:split].sum(0), r.counts[split:].sum(0)])
+            dense = r.dense(self.table.n_scores)
+            self._references[key] = (
+                dense,
+                _cumulative(dense),
+                cells,
+                _moments(self.table.scores[r.ids], r.counts),
+            )
         return self._references[key]
 
     def _universe(self, keys: tuple[str, ...] | None) -> tuple[FloatArray, FloatArray]:
@@ -281,13 +290,9 @@ class BinaryWindow(ConfusionWindow):
             # of columns): read from its cumulative counts on the group's own grid, as the background
             # is. A comparison then costs its group's distinct scores, not the reference's too - 2,000
             # groups against one large reference each laid the reference out again, in memory at once.
-            r = t.group(comp.reference_key)
-            dense, cum = self._reference(comp.reference_key)
+            dense, cum, r_cells, r_mom = self._reference(comp.reference_key)
             grid, (g_side,) = grid_for(g)
             r_side = complement_side(grid, None, dense, cum)
-            split_r = int(np.searchsorted(r.ids, self.cut))
-            r_cells = np.stack([r.counts[:split_r].sum(0), r.counts[split_r:].sum(0)])
-            r_mom = _moments(t.scores[r.ids], r.counts)
         return Pair(comp, g, g_side, r_side, np.stack([g_cells, r_cells]), np.stack([g_mom, r_mom]))
 
 

@@ -188,7 +188,7 @@ class Evaluator:
         # The binary engine also reports the overall AUC, the anchor of the AUC family's ranges: never
         # for a model without labels, where it could only ever be NaN (and no dashboard draws it).
         task = TASKS[model.task]
-        metrics = {v.metric for v in (*values, *model_values)}
+        metrics = {v.metric for v in values} | {v.metric for v in model_values}
         computable = {
             m for m in metrics if task.can_compute(m, model.columns)
         }  # once per metric, not per value
