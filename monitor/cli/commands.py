@@ -41,9 +41,18 @@ _SECRETS = SecretFilter()
 
 
 def _print_json(data: object, *, allow_nan: bool = True) -> None:
-    """``data`` as indented JSON on stdout, in one write (``json.dump`` writes each token: 4 M writes,
-    seconds, for a window of 2,000 groups)."""
-    sys.stdout.write(json.dumps(data, indent=1, allow_nan=allow_nan) + "\n")
+    """``data`` as indented JSON on stdout, its tokens gathered into writes of 8 KB: ``json.dump`` calls
+    ``write`` once per token (4 M calls, seconds, for a window of 2,000 groups), and one write at the
+    end would hold every byte back until the whole text is encoded."""
+    pending: list[str] = []
+    size = 0
+    for token in json.JSONEncoder(indent=1, allow_nan=allow_nan).iterencode(data):
+        pending.append(token)
+        size += len(token)
+        if size >= 8192:
+            sys.stdout.write("".join(pending))
+            pending, size = [], 0
+    sys.stdout.write("".join(pending) + "\n")
 
 
 def _load_settings(path: str) -> Settings:
