@@ -28,6 +28,7 @@ from monitor.config import settings_from_dict
 from monitor.evaluation.evaluators import build_evaluators
 from monitor.evaluation.results import ModelEvaluation
 from monitor.sources.contract import RANGE_PREFIX
+from monitor.sources.count_sql import packed_column
 from monitor.sources.sql.arrow import ArrowReader
 from tests.monitor.test_source_sql import captured_statements
 
@@ -176,7 +177,8 @@ def arrow_statements() -> Iterator[list[str]]:
 def counted_by_the_database(statements: list[str]) -> bool:
     """A count statement was sent: grouped by the database, or each row's keys for pandas to count
     (SQLite through Arrow) - either way the window's time ranges are 0/1 columns computed in SQL."""
-    return any(RANGE_PREFIX in s and "CASE WHEN" in s for s in statements)
+    # the time ranges' columns by name, or packed as bits of one integer column (SQLite)
+    return any((RANGE_PREFIX in s or packed_column(0) in s) and "CASE WHEN" in s for s in statements)
 
 
 # -- SQLite ---------------------------------------------------------------------------------------------
@@ -386,3 +388,34 @@ def test_postgres_counts_equal_rows(postgres_url: str, pg_engine: sa.Engine, sto
             {"kind": "sql", "url": postgres_url, "table": table}, "multiclass"
         )
         assert counted_by_the_database(statements)
+
+
+def test_more_flags_than_one_integer_holds_are_packed_into_several(tmp_path: Path) -> None:
+    """SQLite returns the 0/1 keys as bits of integer columns, 62 to a column: 70 indicator columns,
+    with values that are no numbers, make two; the values are the row path's."""
+    rng = np.random.default_rng(5)
+    frame = dirty_log(2000)
+    flags = [f"g{i:02d}" for i in range(70)]
+    for name in flags:
+        frame[name] = rng.choice(np.array([1.0, 0.0, 0.7, np.nan]), len(frame), p=[0.1, 0.6, 0.05, 0.25])
+    db = tmp_path / "wide.db"
+    with sqlite3.connect(db) as conn:
+        stored = frame.assign(ts=frame["ts"].dt.strftime("%Y-%m-%dT%H:%M:%S.%f").str[:-3] + "Z")
+        stored.to_sql("predictions", conn, index=False)
+        conn.execute("UPDATE predictions SET g03 = 'n/a' WHERE id % 41 = 0")  # text a REAL column keeps
+    settings = config({"kind": "sql", "url": f"sqlite:///{db}", "table": "predictions"}, aggregate=True)
+    model = settings.models[0]
+    groups = [model.groups[0].model_copy(update={"columns": flags})]
+    wide = settings.model_copy(update={"models": [model.model_copy(update={"groups": groups})]})
+    results = []
+    for aggregate in (True, False):
+        source = wide.models[0].source.model_copy(update={"aggregate": aggregate})
+        settings_ = wide.model_copy(update={"models": [wide.models[0].model_copy(update={"source": source})]})
+        evaluator = build_evaluators(settings_)["tox"]
+        with evaluator, captured_statements(evaluator.source.engine) as seen, arrow_statements() as by_arrow:  # type: ignore[attr-defined]
+            results.append(comparable(evaluator.evaluate(NOW)))
+        if aggregate:
+            sent = [s for s, _ in seen] + by_arrow
+            assert any(packed_column(1) in s for s in sent) and not any(packed_column(2) in s for s in sent)
+    assert results[0] == results[1]
+    assert any(v[1] == "g03" for v in results[0]["6h"]["values"])  # the column with text is judged

@@ -22,6 +22,7 @@ import sqlalchemy as sa
 from monitor.config import settings_from_dict
 from monitor.evaluation.evaluators import build_evaluators
 from monitor.evaluation.results import ModelEvaluation
+from monitor.sources.count_sql import packed_column
 from tests.monitor.test_counts import IDENTITY, NOW, TASKS, arrow_statements, comparable, dirty_log
 from tests.monitor.test_source_sql import captured_statements
 
@@ -99,7 +100,8 @@ def evaluate(
 
 
 def joined_by_the_database(statements: list[str]) -> bool:
-    return any("row_number() OVER" in s and "__in_" in s for s in statements)
+    # and counted: the time ranges' columns by name, or packed as bits of one integer column (SQLite)
+    return any("row_number() OVER" in s and ("__in_" in s or packed_column(0) in s) for s in statements)
 
 
 def sqlite_store(path: Path, task: str, labels: pd.DataFrame, *, text_labels: bool = False) -> str:

@@ -36,6 +36,7 @@ from monitor.config import SourceConfig
 from monitor.core.errors import ConfigError
 from monitor.core.secrets import mask_url, url_secrets
 from monitor.sources.contract import Batch, CountRequest, Source
+from monitor.sources.count_sql import unpack
 from monitor.sources.frames import counted_batch, filter_window, flaggable
 from monitor.sources.sql.arrow import ArrowReader, RowReader
 from monitor.sources.sql.connection import Database
@@ -167,11 +168,11 @@ class SqlSource:
             built = self._count_statement(conn, request, start, end, grouped=False)
             if built is None:
                 return None
-            keys, flagged, text = built
+            keys, flagged, text, packed = built
             # SQLite's GROUP BY sorts every row (~6 s per million): there each row's keys come as
             # Arrow columns and pandas' hash grouping counts them (the same combinations and counts)
             frame = self._reader.counts(conn, keys, text=text, in_python=self._db.is_sqlite)
-            return counted_batch(frame, request, flagged)
+            return counted_batch(frame if packed is None else unpack(frame, packed), request, flagged)
 
         batch = self._counting(counted)
         if batch is None or request.labels is None:
@@ -263,9 +264,10 @@ class SqlSource:
         *,
         grouped: bool = True,
         totals: bool = False,
-    ) -> tuple[sa.Select[Any], frozenset[str], frozenset[str]] | None:
-        """The count statement, the indicator attributes it thresholds and the columns Arrow reads
-        as text; ``None`` (the reason logged) where the database cannot count the request exactly."""
+    ) -> tuple[sa.Select[Any], frozenset[str], frozenset[str], list[str] | None] | None:
+        """The count statement, the indicator attributes it thresholds, the columns Arrow reads as
+        text and the names of its packed 0/1 keys; ``None`` (the reason logged) where the database
+        cannot count the request exactly."""
         table = self._selectable(conn, request.names)
         source: sa.FromClause = table
         available = set(source.c.keys()) if self._query is None else query_columns(conn, self._query)
@@ -309,7 +311,7 @@ class SqlSource:
         if isinstance(statement, str):
             self._rows_instead(statement)
             return None
-        return statement, flagged, text
+        return statement[0], flagged, text, statement[1]
 
     def _rows_instead(self, why: str) -> None:
         if why != self._counts_unavailable:  # once per reason, not at every tick

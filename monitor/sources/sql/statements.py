@@ -20,7 +20,7 @@ from sqlalchemy.engine import Connection
 
 from monitor.core.errors import ConfigError
 from monitor.sources.contract import CountRequest
-from monitor.sources.count_sql import Prefilter, count_statement
+from monitor.sources.count_sql import Prefilter, count_statement, packed_names
 from monitor.sources.sql.schema import TableSchema
 from monitor.sources.sql.timestamps import (
     SECOND_DAYS,
@@ -121,10 +121,11 @@ def count_or_reason(
     indexed: bool = False,
     round_score: bool = False,
     keep: sa.ColumnElement[bool] | None = None,
-) -> sa.Select[Any] | str:
+) -> tuple[sa.Select[Any], list[str] | None] | str:
     """:func:`~monitor.sources.count_sql.count_statement` over ``source`` (the log, its labels
-    joined where asked), or why the database cannot count it exactly (then rows are read).
-    ``encoding`` is the log's own timestamps' (before any join)."""
+    joined where asked), with the names of its packed 0/1 keys (SQLite: see ``packed``; ``None``:
+    none packed) - or why the database cannot count it exactly (then rows are read). ``encoding`` is
+    the log's own timestamps' (before any join)."""
     column = source.c[request.timestamp]
     exact = instant(column, encoding, sqlite) if encoding is not None else None
     if encoding is None or exact is None:
@@ -134,7 +135,8 @@ def count_or_reason(
     invalid = None
     if encoding.kind in ("iso", "iso_day"):  # SQLite text: the whole-day text range uses an index
         prefilter, invalid = day_range(column, encoding), exact[0].is_(None)
-    return count_statement(
+    packed = sqlite and not totals
+    statement = count_statement(
         source,
         request,
         exact,
@@ -148,7 +150,9 @@ def count_or_reason(
         indexed=indexed,
         round_score=round_score,
         keep=keep,
+        packed=packed,
     )
+    return statement, packed_names(request, flagged, invalid=invalid is not None) if packed else None
 
 
 def rounds_in_sql(score: str | None, schema: TableSchema | None, *, sqlite: bool) -> bool:
