@@ -14,6 +14,11 @@ equal value for value. Reports wall time, the process's peak RSS and the load av
 is one JSON object.
 
     python benchmarks/bench_shapes.py [--shapes loan zipf models jigsaw raw] [--postgres] [--quick]
+    python benchmarks/bench_shapes.py --service 600   # fairwatch run: 50 models of one log, every minute
+
+``--service SECONDS`` runs the service itself (``fairwatch run``, a real process) on the ``models`` shape at
+``interval: 60s`` and reads its ``/metrics`` every 10 s: every model's evaluations, the oldest last success
+(how stale the stalest model got) and the ticks skipped.
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_counts import run_cli, values
-from shapes import jigsaw_log, loan_log, many_models, zipf_log
+from shapes import END, jigsaw_log, loan_log, many_models, zipf_log
 
 from monitor.cli.terminal import print_table
 
@@ -128,7 +133,13 @@ def main() -> None:
     parser.add_argument("--postgres", action="store_true", help="also a throw-away local PostgreSQL cluster")
     parser.add_argument("--quick", action="store_true", help="small sizes, to try the script")
     parser.add_argument("--no-baseline", action="store_true", help="skip the row path (no equality check)")
+    parser.add_argument(
+        "--service", type=float, metavar="SECONDS", help="run the service on the models shape"
+    )
     args = parser.parse_args()
+    if args.service:
+        service(args.service, quick=args.quick)
+        return
     console = Console(stderr=True)
     load = os.getloadavg()
     table = Table(
@@ -194,6 +205,92 @@ def main() -> None:
                     }
     print_table(Console(), table)
     print(json.dumps({"load": [round(x, 2) for x in load], **results}))
+
+
+def service(seconds: float, *, quick: bool) -> None:
+    """``fairwatch run`` on 50 models of one SQLite log at ``interval: 60s``, watched through /metrics."""
+    import socket
+    import subprocess
+    import time
+    import urllib.request
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    frame, configs = many_models(50, QUICK["models"] if quick else SHAPES["models"][1])
+    # the log's day is today's: the service evaluates windows ending now
+    frame = frame.assign(ts=frame["ts"] + (pd.Timestamp.now(tz="UTC").floor("h") - pd.Timestamp(END)))
+    with tempfile.TemporaryDirectory() as tmp, socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+        probe.close()
+        url = write_sqlite(frame, Path(tmp) / "models.db")
+        config = Path(tmp) / "fairwatch.yaml"
+        models = [
+            c | {"source": source_of("sqlite", url, rows_path=False), "interval": "60s"} for c in configs
+        ]
+        config.write_text(yaml.safe_dump({"models": models, "server": {"port": port}}))
+        fairwatch = Path(sys.executable).with_name("fairwatch")
+        log = (Path(tmp) / "run.log").open("w")
+        process = subprocess.Popen([str(fairwatch), "run", "--config", str(config)], stdout=log, stderr=log)
+        began, worst_age, samples = time.monotonic(), 0.0, 0
+        families: dict[str, Any] = {}
+        try:
+            while time.monotonic() - began < seconds:
+                time.sleep(10)
+                try:
+                    text = (
+                        urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+                    )
+                except OSError:
+                    continue
+                families = {f.name: f for f in text_string_to_metric_families(text)}
+                success = families.get("fairwatch_last_evaluation_success_timestamp_seconds")
+                if success and len(success.samples) == len(configs) and time.monotonic() - began > 70:
+                    worst_age = max(worst_age, time.time() - min(s.value for s in success.samples))
+                    samples += 1
+        finally:
+            process.terminate()
+            process.wait(timeout=60)
+            log.close()
+        runs = {
+            s.labels["model"]: s.value
+            for s in families["fairwatch_evaluations"].samples
+            if s.name.endswith("_total")
+        }
+        skipped = families.get("fairwatch_evaluation_skipped")
+        skips = sum(s.value for s in skipped.samples if s.name.endswith("_total")) if skipped else 0
+        failures = sum(
+            s.value for s in families["fairwatch_evaluation_failures"].samples if s.name.endswith("_total")
+        )
+        warnings = [line for line in (Path(tmp) / "run.log").read_text().splitlines() if " WARNING " in line]
+    load = os.getloadavg()
+    result = {
+        "models": len(configs),
+        "rows": len(frame),
+        "seconds": seconds,
+        "evaluations_min": min(runs.values()),
+        "evaluations_max": max(runs.values()),
+        "stalest_last_success_seconds": round(worst_age, 1),
+        "samples": samples,
+        "skipped_ticks": skips,
+        "failures": failures,
+        "warnings_logged": len(warnings),
+        "load": [round(x, 2) for x in load],
+    }
+    print_table(
+        Console(), _one_row_table(f"fairwatch run, {len(configs)} models of one log, every 60 s", result)
+    )
+    for line in warnings:
+        print(line)
+    print(json.dumps(result))
+
+
+def _one_row_table(title: str, row: dict[str, Any]) -> Table:
+    table = Table(title=title)
+    for key in row:
+        table.add_column(key, justify="right")
+    table.add_row(*(str(v) for v in row.values()))
+    return table
 
 
 @contextlib.contextmanager

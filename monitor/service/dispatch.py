@@ -60,6 +60,7 @@ class Dispatcher:
         self._due = dict.fromkeys(self._intervals, now)  # when each model's next tick falls due
         self._running: set[str] = set()
         self._stopped = False
+        self._anchored: set[str] = set()  # models whose ticks are anchored at their first evaluation
         self._last_said: dict[str, float] = {}  # when the log last spoke of a model's skipped ticks
         self._unsaid: dict[str, dict[str, int]] = {}  # ticks skipped since then, by reason
 
@@ -91,6 +92,12 @@ class Dispatcher:
 
     def _evaluate(self, name: str, due_at: float) -> None:
         started = self._monotonic()
+        if name not in self._anchored:
+            # Every model falls due at start-up; its ticks then follow from when its first evaluation
+            # began, so that the models' ticks stay spread as the first round spread them, instead of
+            # all falling due at one instant every interval (the last of each burst always waiting).
+            self._anchored.add(name)
+            due_at = started
         try:
             self._run(name)
         finally:
