@@ -32,7 +32,16 @@ from monitor.core.clock import Clock, SystemClock
 from monitor.core.errors import FairwatchError
 from monitor.core.version import __version__
 from monitor.evaluation.evaluators import Evaluators, build_evaluators
-from monitor.http import LiveView, MetricsEndpoint, ServerHandle, make_app, serve
+from monitor.http import (
+    PROBES,
+    LiveView,
+    MetricsEndpoint,
+    ServerHandle,
+    WebConfigFile,
+    guard,
+    make_app,
+    serve,
+)
 from monitor.outputs.prometheus.collector import SnapshotCollector
 from monitor.service.alerting import AlertTracker
 from monitor.service.dispatch import Dispatcher
@@ -47,6 +56,9 @@ __all__ = ["App", "build_app", "run_forever"]
 log = logging.getLogger(__name__)
 
 _DISPATCH = "dispatch"  # the scheduler job (and its one-thread executor) that hands out evaluations
+# how often it looks for due models: a fraction of the shortest interval users set (1s), so that a
+# tick is handed out within a quarter second of falling due (at 1 s, a 1 s interval lost every other tick)
+_DISPATCH_EVERY = 0.25
 
 
 @dataclass
@@ -60,6 +72,7 @@ class App:
     clock: Clock
     history: History
     workers: int = 2
+    web: WebConfigFile | None = None  # server.web_config_file: TLS, basic auth, headers, rate limit
     server: ServerHandle | None = None
     _ready: threading.Event = field(default_factory=threading.Event)
     dispatcher: Dispatcher = field(init=False)
@@ -85,9 +98,21 @@ class App:
                 ready=self._ready.is_set,
                 metrics=metrics,
                 plans=self._plans,
-                live=LiveView(self.history, {m.name: m.min_samples for m in self.settings.models}),
+                live=LiveView(
+                    self.history, {m.name: m.min_samples for m in self.settings.models}, self._details
+                ),
+                details=self._details,
             )
-            self.server = serve(wsgi, self.settings.server.host, self.settings.server.port)
+            if self.web is not None:
+                open_paths = PROBES if self.settings.server.unauthenticated_probes else frozenset()
+                wsgi = guard(wsgi, self.web, open_paths=open_paths)
+            self.server = serve(
+                wsgi,
+                self.settings.server.host,
+                self.settings.server.port,
+                web=self.web,
+                busy=lambda: bool(self.dispatcher.running),  # evaluations come first
+            )
             log.info("serving on %s", self.server.url)
         if not schedule:
             self._ready.set()
@@ -96,7 +121,7 @@ class App:
         self.scheduler.add_job(
             self.dispatcher.tick,
             "interval",
-            seconds=1,
+            seconds=_DISPATCH_EVERY,
             id=_DISPATCH,
             executor=_DISPATCH,
             next_run_time=datetime.now(UTC),
@@ -105,6 +130,13 @@ class App:
         )
         self.scheduler.start()
         self._ready.set()
+
+    def _details(self) -> bool:
+        """Whether / and /api/v1/results show a failed source's error in full (server.error_details)."""
+        wanted = self.settings.server.error_details
+        if wanted != "auto":
+            return wanted == "shown"
+        return self.web is not None and self.web.current().authenticates
 
     def _submit(self, job: Callable[[], None]) -> None:
         """Run one evaluation on a worker now (never dropped as misfired: the dispatcher waits for it)."""
@@ -236,6 +268,8 @@ def _assemble(
         notifiers = build_notifiers(settings.alerts, resend_seconds=resend, logger=log)
     runner = Runner(evaluators, tracker=tracker, notifiers=notifiers, clock=clock)
     history = History(settings.server.history)  # what the live view charts
+    # read now: a web config that does not load is a config error before anything starts
+    web = WebConfigFile(settings.server.web_config_file) if settings.server.web_config_file else None
     runner.subscribe(history.record)
     # the collector describes nothing up front, so /metrics?name[]= filters need this flag
     registry = CollectorRegistry(auto_describe=False, support_collectors_without_names=True)
@@ -264,4 +298,4 @@ def _assemble(
             log.warning("job %s missed its run time", event.job_id)
 
     scheduler.add_listener(on_job_event, EVENT_JOB_ERROR | EVENT_JOB_MISSED | EVENT_JOB_MAX_INSTANCES)
-    return App(settings, evaluators, runner, registry, collector, scheduler, clock, history, workers)
+    return App(settings, evaluators, runner, registry, collector, scheduler, clock, history, workers, web)

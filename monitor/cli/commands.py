@@ -55,12 +55,12 @@ def _print_json(data: object, *, allow_nan: bool = True) -> None:
     sys.stdout.write("".join(pending) + "\n")
 
 
-def _load_settings(path: str) -> Settings:
-    from monitor.config import load_settings
+def _load_settings(path: str, web_config_file: str | None = None) -> Settings:
+    from monitor.config import load_settings, with_web_config
 
     settings = load_settings(path)
     _SECRETS.add(settings.secrets())
-    return settings
+    return with_web_config(settings, web_config_file)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -138,7 +138,7 @@ def _cmd_validate(args: argparse.Namespace, console: Console) -> int:
 def _cmd_run(args: argparse.Namespace, console: Console) -> int:
     from monitor.app import run_forever
 
-    run_forever(lambda: _load_settings(args.config))
+    run_forever(lambda: _load_settings(args.config, args.web_config_file))
     return 0
 
 
@@ -201,6 +201,7 @@ def _cmd_demo(args: argparse.Namespace, console: Console) -> int:
         duration=args.duration,
         speed=args.speed,
         console=console,
+        web_config_file=args.web_config_file,
     )
 
 

@@ -153,6 +153,11 @@ def build_parser() -> argparse.ArgumentParser:
         examples=["fairwatch run --config fairwatch.yaml"],
     )
     run.add_argument("--config", required=True, help=config_help)
+    web_help = (
+        "TLS, basic auth, headers and rate limit for the HTTP server, in the Prometheus exporter-toolkit's "
+        "format (docs/security.md); overrides server.web_config_file"
+    )
+    run.add_argument("--web.config.file", dest="web_config_file", metavar="FILE", help=web_help)
 
     for name, summary, description, example in (
         (
@@ -237,6 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     d.add_argument("--port", type=port, default=9810, help="HTTP port (0: any free port)")
     d.add_argument("--host", default="127.0.0.1", help="HTTP address to listen on")
+    d.add_argument("--web.config.file", dest="web_config_file", metavar="FILE", help=web_help)
     d.add_argument("--dir", default="fairwatch-demo", help="where the demo writes its log and config")
     d.add_argument(
         "--duration", type=number(minimum=0), default=0, help="seconds to run; 0 runs until Ctrl-C"

@@ -7,7 +7,7 @@ with the file and line of the offending key, relative paths made relative to the
 See ``docs/configuration.md`` for every key.
 """
 
-from monitor.config.loading import load_settings, settings_from_dict
+from monitor.config.loading import load_settings, settings_from_dict, with_web_config
 from monitor.config.schema import (
     AlertmanagerConfig,
     AlertsConfig,
@@ -42,4 +42,5 @@ __all__ = [
     "load_settings",
     "parse_duration",
     "settings_from_dict",
+    "with_web_config",
 ]

@@ -3,7 +3,7 @@
 Strings may hold ``${VAR}`` or ``${VAR:-default}``; they are replaced from the environment
 before validation, so passwords live in the environment (a Kubernetes Secret), never in the
 file. Relative paths (``sqlite:///x.db``, ``duckdb:///x.duckdb``, file globs, text option files,
-``panes.directory``) are relative to the config file.
+``panes.directory``, ``server.web_config_file``) are relative to the config file.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ MAX_CONFIG_BYTES = 1 << 20
 #: easily; an alias bomb (each level repeating the previous one) does not.
 MAX_YAML_NODES = 100_000
 
-__all__ = ["load_settings", "settings_from_dict"]
+__all__ = ["load_settings", "settings_from_dict", "with_web_config"]
 
 
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
@@ -234,4 +234,15 @@ def _resolve_relative_paths(settings: Settings, base: Path) -> Settings:
             panes = panes.model_copy(update={"directory": str(base / panes.directory)})
         update = {"source": fix(m.source), "labels": labels, "options": options, "panes": panes}
         models.append(m.model_copy(update=update))
-    return settings.model_copy(update={"models": models})
+    server = settings.server
+    if server.web_config_file and not os.path.isabs(server.web_config_file):
+        server = server.model_copy(update={"web_config_file": str(base / server.web_config_file)})
+    return settings.model_copy(update={"models": models, "server": server})
+
+
+def with_web_config(settings: Settings, web_config_file: str | None) -> Settings:
+    """``settings`` serving with ``--web.config.file`` (relative to the working directory), if given."""
+    if web_config_file is None:
+        return settings
+    server = settings.server.model_copy(update={"web_config_file": os.path.abspath(web_config_file)})
+    return settings.model_copy(update={"server": server})

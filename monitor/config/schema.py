@@ -366,6 +366,13 @@ class ServerConfig(_Strict):
     host: str = "127.0.0.1"
     port: int = Field(default=9810, ge=0, le=65535)
     history: int = Field(default=720, ge=1, le=100_000)  # evaluations per model kept for the live view
+    # TLS, basic auth, headers, rate limit: exporter-toolkit's file (monitor.http.web_config)
+    web_config_file: str | None = None
+    # /healthz and /readyz without credentials (a kubelet cannot send them); never rate limited
+    unauthenticated_probes: bool = False
+    # a failed source's error and skipped file paths on / and /api/v1/results: auto = only when
+    # every request is authenticated (basic auth or verified client certificates); always in the log
+    error_details: Literal["auto", "shown", "hidden"] = "auto"
 
 
 class Settings(_Strict):

@@ -12,20 +12,30 @@ Routes (GET and HEAD; other methods get 405, unknown paths 404):
 - ``/``: the live view of one model's window (:mod:`monitor.http.live`), refreshing itself;
   ``/static/`` its script, style sheet and icon.
 
+With ``server.web_config_file`` (exporter-toolkit's format, :mod:`monitor.http.web_config`) the
+server speaks TLS and :func:`guard` asks every request for basic-auth credentials, adds the
+file's headers and applies its rate limit.
+
 Every route reads the snapshot reference once and only formats it (the power plans are
 computed once per snapshot).
 """
 
+from monitor.http.guard import PROBES, guard
 from monitor.http.live import LiveView
 from monitor.http.metrics import MetricsEndpoint
 from monitor.http.routes import make_app
 from monitor.http.server import ServerHandle, serve
+from monitor.http.web_config import WebConfigFile, load_web_config
 from monitor.outputs.api import redact, results_data
 
 __all__ = [
+    "PROBES",
     "LiveView",
     "MetricsEndpoint",
     "ServerHandle",
+    "WebConfigFile",
+    "guard",
+    "load_web_config",
     "make_app",
     "redact",
     "results_data",

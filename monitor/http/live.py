@@ -12,20 +12,19 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from html import escape
 from importlib.resources import files
 from urllib.parse import urlencode
 
-from monitor.outputs.api import redact
+from monitor.outputs.api import disclosed_error
 from monitor.outputs.html.sections import alerts_view, seconds, window_view
 from monitor.service.history import History
 from monitor.service.snapshot import ModelStatus, Snapshot
 
 __all__ = ["LiveView", "static_asset"]
 
-_KEPT_DRAWINGS = 16  # pages of the current snapshot (models x windows x page/fragment) kept drawn
 _STATIC_TYPES = {
     "live.js": "text/javascript; charset=utf-8",
     "fairwatch.css": "text/css; charset=utf-8",
@@ -44,12 +43,13 @@ def static_asset(name: str) -> tuple[bytes, str] | None:
 @dataclass
 class LiveView:
     """Draws the page from a snapshot and the history; ``min_samples`` per model says why a value
-    is ``insufficient_data``. What it drew is kept for the snapshot it was drawn from (browsers
-    polling the same page share one drawing: a large model's page takes about a second)."""
+    is ``insufficient_data``. What it draws is kept by the route (:class:`~monitor.http.drawing.CachedApp`,
+    per ETag: browsers polling the same page share one drawing - a large model's page takes about a
+    second)."""
 
     history: History
     min_samples: Mapping[str, int]
-    _drawn: dict[str, str] = field(default_factory=dict, repr=False)
+    details: Callable[[], bool] = lambda: True  # server.error_details: a failed source's error in full
 
     def etag(self, snapshot: Snapshot, model: str | None, window: str | None) -> str:
         """Changes with the snapshot and with the history the page charts (recorded just after the
@@ -59,20 +59,6 @@ class LiveView:
         # the model asked for too: an unknown one is shown as the first, with a notice
         key = f"{snapshot.created_at}|{id(snapshot)}|{chosen}|{model}|{window}|{latest}"
         return '"' + hashlib.sha1(key.encode(), usedforsecurity=False).hexdigest()[:20] + '"'
-
-    def render(
-        self, snapshot: Snapshot, model: str | None, window: str | None, *, fragment: bool
-    ) -> tuple[str, str]:
-        """The page (or its ``<main>``) and its ETag, drawn once per ETag."""
-        etag = self.etag(snapshot, model, window)
-        key = f"{etag}|{fragment}"
-        body = self._drawn.get(key)
-        if body is None:
-            body = self.main(snapshot, model, window) if fragment else self.page(snapshot, model, window)
-            if len(self._drawn) >= _KEPT_DRAWINGS:
-                self._drawn.clear()  # a new snapshot: the old drawings are stale anyway
-            self._drawn[key] = body
-        return body, etag
 
     def page(self, snapshot: Snapshot, model: str | None, window: str | None) -> str:
         chosen = _choose(snapshot, model)
@@ -113,7 +99,7 @@ class LiveView:
             return '<p class="empty">No models configured.</p>'
         status = snapshot.models[chosen]
         evaluation = status.last_evaluation
-        parts = [f"<h2>{escape(chosen)}</h2>", _facts(status)]
+        parts = [f"<h2>{escape(chosen)}</h2>", _facts(status, self.details())]
         if model is not None and model != chosen:  # a stale bookmark, a renamed model: say so
             parts.insert(
                 0, f'<p class="notice">No model named {escape(model)}: showing {escape(chosen)}.</p>'
@@ -156,12 +142,12 @@ def _refresh_seconds(snapshot: Snapshot) -> float:
     return min(max(fastest, 2.0), 15.0)
 
 
-def _facts(status: ModelStatus) -> str:
+def _facts(status: ModelStatus, details: bool) -> str:
     evaluation = status.last_evaluation
     source = (
         "source up"
         if status.source_up
-        else f'<span class="source-down">source down: {escape(redact(status.last_error or ""))}</span>'
+        else f'<span class="source-down">source down: {escape(disclosed_error(status.last_error or "", details))}</span>'
     )
     rejected = sum(status.rows_rejected_total.values())
     facts = [
@@ -173,5 +159,7 @@ def _facts(status: ModelStatus) -> str:
     if not math.isnan(status.last_duration_seconds):
         facts.append(f"took {status.last_duration_seconds:.2f} s")
     if status.last_error and status.source_up:
-        facts.append(f'<span class="source-down">last error: {escape(redact(status.last_error))}</span>')
+        facts.append(
+            f'<span class="source-down">last error: {escape(disclosed_error(status.last_error, details))}</span>'
+        )
     return f'<p class="facts">{" · ".join(facts)}</p>'

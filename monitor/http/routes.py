@@ -1,36 +1,34 @@
-"""The fairwatch WSGI application: routes; ``/api/v1/power`` computed once per snapshot."""
+"""The fairwatch WSGI application: routes.
+
+Every route that computes (the live view, ``/api/v1/results``, ``/api/v1/power``,
+``/api/v1/history``) is a :class:`~monitor.http.drawing.CachedApp`: drawn once per state, one
+drawing at a time, within a share of the clock (:mod:`monitor.http.drawing`). ``/metrics`` is
+rendered when a snapshot is published (:class:`~monitor.http.metrics.MetricsEndpoint`).
+"""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
 from urllib.parse import parse_qs
 from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
 from prometheus_client import CollectorRegistry, make_wsgi_app
 
 from metrics_core import STATES
+from monitor.http.drawing import CachedApp, Drawing, Response
 from monitor.http.live import LiveView, static_asset
 from monitor.outputs.api import FILTERS, history_data, results_data
 from monitor.service.history import History, SeriesKey
 from monitor.service.snapshot import Snapshot
-
-if TYPE_CHECKING:
-    from _typeshed import OptExcInfo
 
 __all__ = ["make_app"]
 
 _JSON = "application/json"
 _TEXT = "text/plain; charset=utf-8"
 _HTML = "text/html; charset=utf-8"
-# Distinct (Accept, Accept-Encoding) pairs cached per snapshot: Prometheus sends one pair,
-# browsers and curl a few more; a bound keeps odd headers from growing the cache.
-_MAX_CACHED_RESPONSES = 16
 
 Body = Iterable[bytes]
-# A rendered response: status, headers, body.
-_Response = tuple[str, list[tuple[str, str]], bytes]
 
 
 def make_app(
@@ -41,6 +39,8 @@ def make_app(
     metrics: WSGIApplication | None = None,
     plans: Callable[[Snapshot], object] | None = None,
     live: LiveView | None = None,
+    details: Callable[[], bool] = lambda: True,
+    drawing: Drawing[Response] | None = None,
 ) -> WSGIApplication:
     """The fairwatch WSGI application.
 
@@ -55,12 +55,37 @@ def make_app(
 
     ``live`` draws the live view at ``/`` and feeds ``/api/v1/history`` (the service passes one
     reading its :class:`~monitor.service.history.History`); without it, the live view keeps no history.
+
+    ``details``: whether a failed source's error and skipped files are served in full
+    (``server.error_details``; asked per snapshot).
+
+    ``drawing``: how answers that compute are drawn (default: one at a time within
+    :data:`~monitor.http.drawing.DRAWING_SHARE` of the clock).
     """
     if metrics is None:
         metrics = make_wsgi_app(registry)
     if live is None:
         live = LiveView(History(1), {})
     view = live
+    if drawing is None:
+        drawing = Drawing()  # one answer drawn at a time, within a share of the clock
+    drawer = drawing
+
+    def cached(
+        route: WSGIApplication, state: Callable[[WSGIEnvironment], tuple[object, ...]]
+    ) -> WSGIApplication:
+        return CachedApp(route, state, drawer)
+
+    def snapshot_state(environ: WSGIEnvironment) -> tuple[object, ...]:
+        return (get_snapshot(), details())
+
+    def history_state(environ: WSGIEnvironment) -> tuple[object, ...]:
+        return (get_snapshot(), view.history.version)
+
+    def page_state(environ: WSGIEnvironment) -> tuple[object, ...]:
+        params = parse_qs(environ.get("QUERY_STRING", ""))
+        model, window = (params.get(k, [None])[0] for k in ("model", "window"))
+        return (view.etag(get_snapshot(), model, window), details())
 
     def healthz(environ: WSGIEnvironment, start_response: StartResponse) -> Body:
         return _respond(start_response, "200 OK", b"ok\n", _TEXT)
@@ -71,18 +96,15 @@ def make_app(
         return _respond(start_response, "503 Service Unavailable", b"not ready\n", _TEXT)
 
     def results(environ: WSGIEnvironment, start_response: StartResponse) -> Body:
-        return _results(get_snapshot(), environ, start_response)
+        return _results(get_snapshot(), environ, start_response, details=details())
 
     def landing(environ: WSGIEnvironment, start_response: StartResponse) -> Body:
         snapshot = get_snapshot()
         params = parse_qs(environ.get("QUERY_STRING", ""))
         model, window = (params.get(k, [None])[0] for k in ("model", "window"))
         etag = view.etag(snapshot, model, window)
-        if environ.get("HTTP_IF_NONE_MATCH") == etag:
-            start_response("304 Not Modified", [("ETag", etag), ("Cache-Control", "no-cache")])
-            return []
         fragment = params.get("fragment", ["0"])[0] == "1"
-        page, etag = view.render(snapshot, model, window, fragment=fragment)
+        page = view.main(snapshot, model, window) if fragment else view.page(snapshot, model, window)
         headers = [("ETag", etag), ("Cache-Control", "no-cache")]
         return _respond(start_response, "200 OK", page.encode("utf-8"), _HTML, headers)
 
@@ -106,11 +128,11 @@ def make_app(
         "/metrics": metrics,
         "/healthz": healthz,
         "/readyz": readyz,
-        "/api/v1/results": results,
-        "/api/v1/power": _SnapshotCachedApp(power, get_snapshot),
-        "/api/v1/history": history,
+        "/api/v1/results": cached(results, snapshot_state),
+        "/api/v1/power": cached(power, snapshot_state),
+        "/api/v1/history": cached(history, history_state),
         "/favicon.ico": static,  # browsers ask for it whatever the page links
-        "/": landing,
+        "/": cached(landing, page_state),
     }
 
     def app(environ: WSGIEnvironment, start_response: StartResponse) -> Body:
@@ -151,59 +173,9 @@ def _respond(
     return [body]
 
 
-class _SnapshotCachedApp:
-    """Memoises another WSGI app's responses for as long as the snapshot stays the same.
-
-    The snapshot is immutable and swapped by reference, so a response rendered from it
-    stays right until the next swap. Keyed by the snapshot object (not its ``id()``,
-    which may be reused) and the raw negotiation headers; requests with a query string
-    (``name[]`` filters) are passed through uncached.
-    """
-
-    def __init__(self, app: WSGIApplication, get_snapshot: Callable[[], Snapshot]) -> None:
-        self._app = app
-        self._get_snapshot = get_snapshot
-        # (snapshot, {headers key: (status, headers, body)}), replaced as a whole.
-        self._cache: tuple[Snapshot | None, dict[tuple[str, str], _Response]] = (None, {})
-
-    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Body:
-        if environ.get("QUERY_STRING"):
-            return self._app(environ, start_response)
-        snapshot = self._get_snapshot()
-        cached_snapshot, responses = self._cache
-        if cached_snapshot is not snapshot:
-            responses = {}
-            self._cache = (snapshot, responses)
-        key = (environ.get("HTTP_ACCEPT", ""), environ.get("HTTP_ACCEPT_ENCODING", ""))
-        response = responses.get(key)
-        if response is None:
-            # If the snapshot is swapped while rendering, these bytes may come from the
-            # newer one: harmless, since only requests still seeing the older one use them.
-            response = _capture(self._app, environ)
-            if len(responses) < _MAX_CACHED_RESPONSES:
-                responses[key] = response
-        status, headers, body = response
-        start_response(status, list(headers))
-        return [body]
-
-
-def _capture(app: WSGIApplication, environ: WSGIEnvironment) -> _Response:
-    """Run ``app`` once and keep what it answered, with the length of the body it produced."""
-    captured: list[tuple[str, list[tuple[str, str]]]] = []
-
-    def start_response(
-        status: str, headers: list[tuple[str, str]], exc_info: OptExcInfo | None = None
-    ) -> Callable[[bytes], object]:
-        captured[:] = [(status, headers)]
-        return lambda data: None
-
-    body = b"".join(app(environ, start_response))
-    ((status, headers),) = captured
-    kept = [(k, v) for k, v in headers if k.lower() != "content-length"]
-    return status, [*kept, ("Content-Length", str(len(body)))], body
-
-
-def _results(snapshot: Snapshot, environ: WSGIEnvironment, start_response: StartResponse) -> Body:
+def _results(
+    snapshot: Snapshot, environ: WSGIEnvironment, start_response: StartResponse, *, details: bool
+) -> Body:
     params = parse_qs(environ.get("QUERY_STRING", ""))
     wanted = {name: set(params[name]) for name in FILTERS if name in params}
     unknown_states = wanted.get("state", set()) - set(STATES)
@@ -214,7 +186,7 @@ def _results(snapshot: Snapshot, environ: WSGIEnvironment, start_response: Start
             "error": f"unknown state {_some(unknown_states)}; states: {', '.join(STATES)}",
         }
         return _respond(start_response, "400 Bad Request", _dumps(error), _JSON)
-    body = {"status": "success", "data": results_data(snapshot, wanted)}
+    body = {"status": "success", "data": results_data(snapshot, wanted, details=details)}
     return _respond(start_response, "200 OK", _dumps(body), _JSON, [("Cache-Control", "no-store")])
 
 

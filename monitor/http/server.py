@@ -8,6 +8,17 @@ rather than queueing without bound. A connection must deliver its whole request 
 within :data:`CONNECTION_TIMEOUT` seconds and finish the whole exchange within
 :data:`EXCHANGE_TIMEOUT`: a per-read socket timeout alone frees a worker from a client that stops,
 not from one that sends a byte every few seconds, so a watchdog thread shuts such connections down.
+
+While evaluations run (``busy()``), the workers together may use at most :data:`HTTP_SHARE` of a
+CPU on average (:class:`CpuBudget`, measured per exchange with ``time.thread_time``): a worker waits
+- sleeping, not holding the interpreter - until the budget has refilled before it takes the next
+request, so clients that ask as fast as they are answered slow down instead of the evaluations.
+Idle, the server answers as fast as it can. :data:`PRE_RENDERED` paths never wait.
+
+With a web configuration (:mod:`monitor.http.web_config`) that holds ``tls_server_config``, every
+connection is TLS: the handshake runs in the worker, under the same deadline as the headers, with
+the context in force when the connection arrived (a renewed certificate serves the next
+connection); a client speaking plain HTTP is answered ``400`` in plain text, as Go's servers do.
 """
 
 from __future__ import annotations
@@ -17,13 +28,16 @@ import logging
 import math
 import queue
 import socket
+import ssl
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 from wsgiref.types import WSGIApplication
 
 from monitor.core.errors import ConfigError
+from monitor.http.web_config import WebConfigFile
 
 __all__ = ["ServerHandle", "serve"]
 
@@ -40,6 +54,18 @@ MAX_QUEUED = 512
 CONNECTION_TIMEOUT = 10.0
 #: Seconds a whole exchange (request and answer) may take, however steadily bytes trickle.
 EXCHANGE_TIMEOUT = 60.0
+#: CPU share the HTTP workers may use together while evaluations run.
+HTTP_SHARE = 0.25
+#: Paths answered from bytes made before the request (a scrape, the probes): they never wait for the
+#: budget, so that Prometheus and the kubelet are answered at once however busy the rest is.
+PRE_RENDERED = frozenset({"/metrics", "/healthz", "/readyz"})
+
+_PLAIN_TO_TLS = (
+    b"HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n"
+    b"Client sent an HTTP request to an HTTPS server.\n"
+)
+# the first bytes of a plain HTTP request (a TLS handshake begins with byte 0x16)
+_HTTP_METHODS = (b"GET ", b"HEAD", b"POST", b"PUT ", b"DELE", b"OPTI", b"PATC", b"CONN", b"TRAC")
 
 _BUSY = (
     b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
@@ -84,6 +110,52 @@ class _Watchdog:
                     sock.shutdown(socket.SHUT_RDWR)  # the worker's blocked read or write returns
 
 
+class CpuBudget:
+    """CPU seconds the HTTP workers may spend: refilled at ``share`` per second up to ``burst``, spent
+    by each exchange; while ``busy()``, a worker waits for a positive balance before the next one."""
+
+    def __init__(
+        self,
+        share: float = HTTP_SHARE,
+        *,
+        burst: float = 0.25,
+        busy: Callable[[], bool] = lambda: False,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._share = share
+        self._burst = burst
+        self._busy = busy
+        self._clock = clock
+        self._sleep = sleep
+        self._balance = burst
+        self._at = clock()
+        self._lock = threading.Lock()
+        self.waited = 0.0  # seconds workers spent waiting for the budget
+
+    def _refill(self) -> float:
+        now = self._clock()
+        self._balance = min(self._burst, self._balance + (now - self._at) * self._share)
+        self._at = now
+        return self._balance
+
+    def wait(self) -> None:
+        """Return once the balance is positive, or at once while no evaluation runs."""
+        while self._busy():
+            with self._lock:
+                balance = self._refill()
+            if balance > 0:
+                return
+            pause = min(0.1, -balance / self._share + 0.001)
+            self.waited += pause
+            self._sleep(pause)
+
+    def spend(self, seconds: float) -> None:
+        with self._lock:
+            self._refill()
+            self._balance -= seconds
+
+
 class _PooledWSGIServer(WSGIServer):
     """Requests served by a fixed pool of threads (not one new thread each, without bound)."""
 
@@ -94,6 +166,8 @@ class _PooledWSGIServer(WSGIServer):
     max_queued = MAX_QUEUED
     request_timeout = CONNECTION_TIMEOUT
     exchange_timeout = EXCHANGE_TIMEOUT
+    web: WebConfigFile | None = None  # TLS, when its file holds tls_server_config
+    budget: CpuBudget = CpuBudget()  # replaced per server by serve()
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.watchdog = _Watchdog()
@@ -123,24 +197,58 @@ class _PooledWSGIServer(WSGIServer):
                     self.max_queued,
                     self.workers,
                 )
-            try:
-                request.settimeout(1.0)
-                request.sendall(_BUSY)
-            except OSError:
-                pass
+            if self.web is None or self.web.current().tls is None:  # a TLS client cannot read plain text
+                try:
+                    request.settimeout(1.0)
+                    request.sendall(_BUSY)
+                except OSError:
+                    pass
             self.shutdown_request(request)
 
     def _work(self) -> None:
         while (item := self._pending.get()) is not None:
             request, client_address = item
+            began = time.thread_time()
             self.watchdog.arm(request, self.request_timeout)  # until the headers are in
             try:
+                if self.web is not None and (context := self.web.current()).tls is not None:
+                    request, ready = self._handshake(request, context.tls, context.allowed_sans)
+                    if not ready:
+                        continue
                 self.finish_request(request, client_address)
             except Exception:
                 self.handle_error(request, client_address)
             finally:
                 self.watchdog.disarm(request)
                 self.shutdown_request(request)
+                self.budget.spend(time.thread_time() - began)
+
+    def _handshake(
+        self, request: socket.socket, context: ssl.SSLContext, allowed_sans: frozenset[str]
+    ) -> tuple[socket.socket, bool]:
+        """The connection to use and close from now on (the TLS one once wrapped, armed with the
+        headers' deadline) and whether its handshake succeeded."""
+        try:
+            request.settimeout(self.request_timeout)
+            first = request.recv(4, socket.MSG_PEEK)
+            if first.upper().startswith(_HTTP_METHODS):
+                request.sendall(_PLAIN_TO_TLS)
+                return request, False
+            tls = context.wrap_socket(request, server_side=True, do_handshake_on_connect=False)
+        except OSError as exc:
+            logger.debug("TLS connection failed before the handshake: %s", exc)
+            return request, False
+        self.watchdog.disarm(request)  # wrap_socket took over its file descriptor
+        self.watchdog.arm(tls, self.request_timeout)
+        try:
+            tls.do_handshake()
+        except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
+            logger.debug("TLS handshake failed: %s", exc)
+            return tls, False
+        if allowed_sans and not _san_allowed(tls.getpeercert(), allowed_sans):
+            logger.debug("TLS client certificate names none of client_allowed_sans")
+            return tls, False
+        return tls, True
 
     def server_close(self) -> None:
         super().server_close()
@@ -156,6 +264,12 @@ class _PooledWSGIServer(WSGIServer):
         logger.debug("error serving %s", client_address, exc_info=True)
 
 
+def _san_allowed(cert: dict[str, Any] | None, allowed: frozenset[str]) -> bool:
+    """Whether a verified client certificate names one of ``allowed`` (DNS, IP, e-mail or URI)."""
+    names = [value for _kind, value in (cert or {}).get("subjectAltName", ())]
+    return any(name in allowed for name in names)
+
+
 class _QuietHandler(WSGIRequestHandler):
     timeout = CONNECTION_TIMEOUT  # StreamRequestHandler sets it on the connection
     server: _PooledWSGIServer
@@ -163,8 +277,16 @@ class _QuietHandler(WSGIRequestHandler):
     def parse_request(self) -> bool:
         parsed = super().parse_request()
         if parsed:  # the headers are in: the rest of the exchange gets the longer deadline
+            if self.path.split("?", 1)[0] not in PRE_RENDERED:
+                self.server.budget.wait()
             self.server.watchdog.arm(self.connection, self.server.exchange_timeout)
         return parsed
+
+    def get_environ(self) -> dict[str, Any]:
+        environ = super().get_environ()
+        if isinstance(self.connection, ssl.SSLSocket):
+            environ["HTTPS"] = "on"  # wsgi.url_scheme: https
+        return environ
 
     def log_message(self, format: str, *args: Any) -> None:
         logger.debug("%s " + format, self.address_string(), *args)
@@ -173,10 +295,11 @@ class _QuietHandler(WSGIRequestHandler):
 class ServerHandle:
     """A running server: ``.port``, ``.url`` and ``.shutdown()`` (also a context manager)."""
 
-    def __init__(self, server: WSGIServer, thread: threading.Thread, host: str) -> None:
+    def __init__(self, server: WSGIServer, thread: threading.Thread, host: str, scheme: str = "http") -> None:
         self._server = server
         self._thread = thread
         self.host = host
+        self.scheme = scheme
         self.port: int = server.server_address[1]
 
     @property
@@ -185,7 +308,7 @@ class ServerHandle:
         host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(self.host, self.host)
         if ":" in host:
             host = f"[{host}]"
-        return f"http://{host}:{self.port}"
+        return f"{self.scheme}://{host}:{self.port}"
 
     def shutdown(self) -> None:
         self._server.shutdown()
@@ -208,8 +331,17 @@ def serve(
     max_queued: int = MAX_QUEUED,
     connection_timeout: float = CONNECTION_TIMEOUT,
     exchange_timeout: float = EXCHANGE_TIMEOUT,
+    web: WebConfigFile | None = None,
+    busy: Callable[[], bool] = lambda: False,
+    http_share: float = HTTP_SHARE,
 ) -> ServerHandle:
-    """Serve ``app`` on ``host:port`` from a background daemon thread (port 0: any free port)."""
+    """Serve ``app`` on ``host:port`` from a background daemon thread (port 0: any free port).
+
+    ``web``: the web configuration whose ``tls_server_config`` (if any) makes every connection TLS;
+    its authentication and headers are :func:`monitor.http.guard.guard`'s, around ``app``.
+
+    ``busy``: whether evaluations are running; meanwhile the workers keep to ``http_share`` of a CPU.
+    """
     try:  # a host no resolver knows is a config error too (a reload then keeps the running config)
         family = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][
             0
@@ -222,6 +354,8 @@ def serve(
 
     Server.workers, Server.max_queued = workers, max_queued
     Server.request_timeout, Server.exchange_timeout = connection_timeout, exchange_timeout
+    Server.web = web
+    Server.budget = CpuBudget(http_share, busy=busy)
 
     class Handler(_QuietHandler):
         timeout = connection_timeout
@@ -235,6 +369,7 @@ def serve(
         target=server.serve_forever, kwargs={"poll_interval": 0.1}, name="fairwatch-http", daemon=True
     )
     thread.start()
-    handle = ServerHandle(server, thread, host)
+    tls = web is not None and web.current().tls is not None
+    handle = ServerHandle(server, thread, host, "https" if tls else "http")
     logger.info("serving on %s", handle.url)
     return handle

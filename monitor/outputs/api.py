@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from datetime import datetime
+from pathlib import PurePath
 from typing import TypedDict, TypeVar
 
 from monitor.core.secrets import mask
@@ -20,7 +21,16 @@ from monitor.outputs.json import (
 from monitor.service.history import History, SeriesKey
 from monitor.service.snapshot import ActiveAlert, ModelStatus, Snapshot
 
-__all__ = ["FILTERS", "HistoryData", "ResultsData", "history_data", "redact", "results_data"]
+__all__ = [
+    "FILTERS",
+    "UNDISCLOSED_ERROR",
+    "HistoryData",
+    "ResultsData",
+    "disclosed_error",
+    "history_data",
+    "redact",
+    "results_data",
+]
 
 #: Query parameters of ``/api/v1/results`` that filter its rows.
 FILTERS = ("model", "window", "metric", "state")
@@ -89,8 +99,14 @@ class ResultsData(TypedDict):
     alerts: list[AlertJson]
 
 
-def results_data(snapshot: Snapshot, filters: Mapping[str, set[str]] | None = None) -> ResultsData:
+def results_data(
+    snapshot: Snapshot, filters: Mapping[str, set[str]] | None = None, *, details: bool = True
+) -> ResultsData:
     """The ``data`` object of ``/api/v1/results``.
+
+    Without ``details`` (``server.error_details``), a failed source's error and skipped files
+    are served without what they name (hosts, databases, tables, directories): see
+    :func:`disclosed_error`.
 
     ``filters`` maps ``model``, ``window``, ``metric`` and ``state`` to accepted values;
     each applies to ``results`` and, where the rows have the field, ``model_values``.
@@ -99,7 +115,7 @@ def results_data(snapshot: Snapshot, filters: Mapping[str, set[str]] | None = No
     evaluations = [s.last_evaluation for s in snapshot.models.values() if s.last_evaluation is not None]
     return {
         "generated_at": _iso_z_or_none(snapshot.created_at),
-        "models": [_model_json(status) for status in snapshot.models.values()],
+        "models": [_model_json(status, details) for status in snapshot.models.values()],
         "results": _filtered(evaluation_rows(evaluations), filters),
         "model_values": _filtered(model_value_rows(evaluations), filters),
         "alerts": [_alert_json(alert) for alert in snapshot.alerts],
@@ -169,15 +185,16 @@ def _filtered(rows: list[_Row], filters: Mapping[str, set[str]]) -> list[_Row]:
     ]
 
 
-def _model_json(status: ModelStatus) -> ModelJson:
+def _model_json(status: ModelStatus, details: bool) -> ModelJson:
     evaluation = status.last_evaluation
+    skipped = list(evaluation.skipped_files) if evaluation else []
     return {
         "name": status.name,
         "source_up": status.source_up,
         "interval_seconds": status.interval_seconds,
         "last_success": _iso_z_or_none(status.last_success),
         "last_attempt": _iso_z_or_none(status.last_attempt),
-        "last_error": redact(status.last_error) if status.last_error else None,
+        "last_error": disclosed_error(status.last_error, details) if status.last_error else None,
         "evaluated_at": iso_z(evaluation.evaluated_at) if evaluation else None,
         "evaluations_total": status.evaluations_total,
         "failures_total": status.failures_total,
@@ -185,7 +202,7 @@ def _model_json(status: ModelStatus) -> ModelJson:
         "rows_rejected_total": dict(status.rows_rejected_total),
         "late_rows_total": status.late_rows_total,
         "last_read_rows_rejected": dict(evaluation.rejected) if evaluation else {},
-        "skipped_files": list(evaluation.skipped_files) if evaluation else [],
+        "skipped_files": skipped if details else [PurePath(f).name for f in skipped],
         "last_duration_seconds": finite_or_none(status.last_duration_seconds),
         "windows": [_window_json(w) for w in evaluation.windows] if evaluation else [],
     }
@@ -226,6 +243,23 @@ def _alert_json(alert: ActiveAlert) -> AlertJson:
         "firing_since": _iso_z_or_none(alert.firing_since),
         "value": finite_or_none(alert.value),
     }
+
+
+#: What a failed source's error says where its details are withheld (``server.error_details``).
+UNDISCLOSED_ERROR = (
+    "the source failed; the details are in fairwatch's log (server.error_details: shown serves them)"
+)
+
+
+def disclosed_error(text: str, details: bool) -> str:
+    """A source's error as served: credentials masked (:func:`redact`), and without ``details``
+    nothing of it at all - its hosts, ports, users, databases, tables and file paths are for the
+    log, not for whoever reaches the port.
+
+    >>> disclosed_error("cannot connect to db.internal:5432 as fairwatch", details=False)
+    "the source failed; the details are in fairwatch's log (server.error_details: shown serves them)"
+    """
+    return redact(text) if details else UNDISCLOSED_ERROR
 
 
 def redact(text: str) -> str:

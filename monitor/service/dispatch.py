@@ -4,7 +4,7 @@ APScheduler gives each job its own timer: with more models than workers, every j
 same instant, queues in the pool in config order, and a job that waits past its ``misfire_grace_time``
 is dropped and requeued at the back - so a fixed part of the config (200 models at ``interval: 10s``
 on 8 workers: models 100-199) was never evaluated, however long the service ran. Here one timer
-drives every model: each second (and whenever an evaluation ends) :meth:`Dispatcher.tick` hands the
+drives every model: four times a second (and whenever an evaluation ends) :meth:`Dispatcher.tick` hands the
 free workers the models whose ticks fell due, *oldest due first*, so a model that waited is served
 before one that was just evaluated, whatever the config order. A model is never evaluated twice at
 once, and never dropped: a tick missed while it waited for a worker (``busy``) or while its own

@@ -86,6 +86,13 @@ class History:
         self.size = size
         self._frames: dict[str, deque[_Frame]] = {}
         self._lock = threading.Lock()
+        self._version = 0  # changes whenever what the history holds changes
+
+    @property
+    def version(self) -> int:
+        """A number that changes whenever an evaluation is kept or a model forgotten (what a
+        response drawn from the history may be cached under)."""
+        return self._version
 
     def record(self, snapshot: Snapshot) -> None:
         """Keep each model's last evaluation, once (a snapshot swap for another model or a
@@ -94,6 +101,7 @@ class History:
         with self._lock:
             for gone in self._frames.keys() - snapshot.models.keys():
                 del self._frames[gone]
+                self._version += 1
         for status in snapshot.models.values():
             if status.last_evaluation is not None:
                 self.add(status.last_evaluation)
@@ -124,6 +132,7 @@ class History:
                 [_STATE_INDEX[v.state] for w in evaluation.windows for v in w.values], dtype=np.uint8
             )
             frames.append(_Frame(evaluation.evaluated_at, keys, values, states))
+            self._version += 1
 
     def models(self) -> list[str]:
         with self._lock:

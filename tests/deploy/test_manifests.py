@@ -33,8 +33,9 @@ KUSTOMIZE_DIRS = {
 COMPOSE = ROOT / "deploy" / "docker-compose.yml"
 RULES_YML = ROOT / "deploy" / "prometheus" / "rules.yml"
 CRD_KINDS = {"PodMonitor", "PrometheusRule"}  # no schema in kubernetes-validate: checked here instead
-EXPECTED_KINDS = {"ConfigMap", "Service", "Deployment", *CRD_KINDS}
+EXPECTED_KINDS = {"ConfigMap", "Service", "Deployment", "NetworkPolicy", *CRD_KINDS}
 CONFIG_PATH = "/etc/fairwatch/config.yaml"
+WEB_CONFIG_PATH = "/etc/fairwatch/web/web-config.yml"
 LOG_DIR = "/var/log/model"
 TIMEOUT = 120
 
@@ -204,7 +205,7 @@ def test_native_sidecar(rendered: dict[str, list[dict[str, Any]]]) -> None:
     assert [c["name"] for c in spec["containers"]] == ["model-server"]
     assert "fairwatch" in sidecar["image"]
     assert sidecar.get("command") is None, "the image's ENTRYPOINT is `fairwatch`: set args only"
-    assert sidecar["args"] == ["run", "--config", CONFIG_PATH]
+    assert sidecar["args"] == ["run", "--config", CONFIG_PATH, "--web.config.file", WEB_CONFIG_PATH]
 
 
 def test_classic_sidecar_is_the_same_container(rendered: dict[str, list[dict[str, Any]]]) -> None:
@@ -242,8 +243,10 @@ def test_ports_and_probes(rendered: dict[str, list[dict[str, Any]]], variant: st
     fw = fairwatch_container(variant, docs)
     ports = {p["name"]: p for p in fw["ports"]}
     assert ports["metrics"]["containerPort"] == yaml.safe_load(config_text(docs))["server"]["port"]
-    assert fw["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics"}
-    assert fw["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics"}
+    assert fw["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics", "scheme": "HTTPS"}
+    assert fw["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics", "scheme": "HTTPS"}
+    # the kubelet sends no credentials: the config must open exactly the probes
+    assert yaml.safe_load(config_text(docs))["server"]["unauthenticated_probes"] is True
     # a sidecar's readiness gates the pod: the probe must stay trivial and quick to recover
     assert fw["readinessProbe"].get("failureThreshold", 3) <= 3
 
@@ -320,6 +323,59 @@ def test_service_and_podmonitor_select_the_pod(rendered: dict[str, list[dict[str
     endpoints = monitor["spec"]["podMetricsEndpoints"]
     assert [e["port"] for e in endpoints] == ["metrics"]
     assert endpoints[0].get("path", "/metrics") == "/metrics"
+    # scraped over TLS with basic auth, the CA from the certificate's Secret
+    assert endpoints[0]["scheme"] == "https"
+    assert endpoints[0]["tlsConfig"]["ca"]["secret"] == {"name": "fairwatch-tls", "key": "ca.crt"}
+    assert endpoints[0]["tlsConfig"]["serverName"]
+    auth = endpoints[0]["basicAuth"]
+    assert auth["username"]["name"] == auth["password"]["name"] == "fairwatch-scrape"
+
+
+@pytest.mark.parametrize("variant", sorted(KUSTOMIZE_DIRS))
+def test_tls_and_web_config_come_from_secrets(
+    rendered: dict[str, list[dict[str, Any]]], variant: str, tmp_path: Path
+) -> None:
+    """The container serves with --web.config.file from the Secret fairwatch-web; the example file for that
+    Secret names the certificate where the Secret fairwatch-tls is mounted, and is refused until its
+    placeholder hash is replaced."""
+    from monitor.core.errors import ConfigError
+    from monitor.http import load_web_config
+
+    docs = rendered[variant]
+    spec = pod_spec(docs)
+    fw = fairwatch_container(variant, docs)
+    args = fw["args"]
+    web_file = Path(args[args.index("--web.config.file") + 1])
+    volumes = volumes_by_name(spec)
+    web_mount = mount_at(fw, str(web_file.parent))
+    assert web_mount["readOnly"] is True
+    assert volumes[web_mount["name"]]["secret"]["secretName"] == "fairwatch-web"
+    tls_mount = mount_at(fw, "/etc/fairwatch/tls")
+    assert volumes[tls_mount["name"]]["secret"]["secretName"] == "fairwatch-tls"
+
+    example = yaml.safe_load((KUSTOMIZE_DIRS["base"].parent / "web-config.example.yml").read_text())
+    tls = example["tls_server_config"]
+    assert Path(tls["cert_file"]).parent == Path(tls["key_file"]).parent == Path(tls_mount["mountPath"])
+    placeholder = tmp_path / "placeholder.yml"
+    placeholder.write_text(yaml.safe_dump({"basic_auth_users": example["basic_auth_users"]}))
+    with pytest.raises(ConfigError, match="not a bcrypt hash"):
+        load_web_config(placeholder)
+
+
+def test_network_policy_lets_only_prometheus_reach_fairwatch(
+    rendered: dict[str, list[dict[str, Any]]],
+) -> None:
+    docs = rendered["base"]
+    pod_labels = one(docs, "Deployment")["spec"]["template"]["metadata"]["labels"]
+    policy = one(docs, "NetworkPolicy")["spec"]
+    assert policy["podSelector"]["matchLabels"].items() <= pod_labels.items()
+    assert policy["policyTypes"] == ["Ingress"]
+    to_fairwatch = [r for r in policy["ingress"] if any(p["port"] == 9810 for p in r["ports"])]
+    assert len(to_fairwatch) == 1 and to_fairwatch[0]["from"], "port 9810 must be open to Prometheus only"
+    (peer,) = to_fairwatch[0]["from"]
+    assert peer["podSelector"]["matchLabels"] == {"app.kubernetes.io/name": "prometheus"}
+    # the model server's own port stays reachable: a monitor must not cut its model off
+    assert any(p["port"] == "http" and "from" not in r for r in policy["ingress"] for p in r["ports"])
 
 
 def prometheus_rule_groups(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from monitor.core.secrets import mask, mask_url
+from monitor.outputs.api import UNDISCLOSED_ERROR
 from tests.faults.conftest import EditConfig
 from tests.servers import ManagedProcess, free_port, http_json, http_request, wait_until
 
@@ -46,11 +47,17 @@ def _planted(text: str) -> list[str]:
     return [s for s in (USERINFO_SECRET, QUERY_SECRET, ENV_SECRET) if s in text]
 
 
-def test_no_secret_on_any_surface_of_a_running_service(edit_config: EditConfig, tmp_path: Path) -> None:
+@pytest.mark.parametrize("error_details", ["auto", "shown"])
+def test_no_secret_on_any_surface_of_a_running_service(
+    edit_config: EditConfig, tmp_path: Path, error_details: str
+) -> None:
+    """Secrets never reach a surface; by default (no authentication configured) neither does the
+    failed source's host, which only the log names; ``server.error_details: shown`` serves it."""
     dead_port, port = free_port(), free_port()
 
     def change(data: dict[str, Any]) -> None:
         data["server"]["port"] = port
+        data["server"]["error_details"] = error_details
         data["models"][0]["source"]["url"] = _secret_url(dead_port)
 
     config = edit_config(change)
@@ -75,7 +82,10 @@ def test_no_secret_on_any_surface_of_a_running_service(edit_config: EditConfig, 
 
         toxicity = wait_until(failed, 60, "the toxicity source's first failure")
         assert toxicity["source_up"] is False
-        assert "127.0.0.1" in toxicity["last_error"]  # the error is there, and useful...
+        if error_details == "shown":
+            assert "127.0.0.1" in toxicity["last_error"]  # the error is there, and useful...
+        else:
+            assert toxicity["last_error"] == UNDISCLOSED_ERROR
         pages = {
             path: http_request(base + path)[1].decode()
             for path in ("/", "/api/v1/results", "/api/v1/power", "/metrics")
@@ -83,10 +93,16 @@ def test_no_secret_on_any_surface_of_a_running_service(edit_config: EditConfig, 
     finally:
         service.stop()
     log = (tmp_path / "service.log").read_text()
-    assert "source failed" in log
+    assert "source failed" in log and f"127.0.0.1:{dead_port}" in log  # the log has the details
     for surface, text in [*pages.items(), ("log", log)]:
         assert not _planted(text), (surface, _planted(text))  # ...without the secrets
-    assert "password=***" in pages["/api/v1/results"] or "fairwatch:***@" in pages["/api/v1/results"]
+    results = pages["/api/v1/results"]
+    if error_details == "shown":
+        assert "password=***" in results or "fairwatch:***@" in results
+    else:
+        for surface in ("/", "/api/v1/results"):
+            assert f":{dead_port}" not in pages[surface], surface  # the database's address
+            assert UNDISCLOSED_ERROR in pages[surface].replace("&#x27;", "'"), surface
 
 
 def test_no_secret_in_cli_errors(edit_config: EditConfig) -> None:

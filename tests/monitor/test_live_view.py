@@ -20,6 +20,7 @@ from prometheus_client import CollectorRegistry
 
 from monitor.core.text import state_reason
 from monitor.http import LiveView, make_app, serve
+from monitor.http.drawing import Drawing
 from monitor.outputs.html.charts import MAX_POINTS, history_chart, interval_plot, state_timeline
 from monitor.service.history import History, SeriesKey
 from tests.monitor.test_exporter import (
@@ -243,6 +244,9 @@ class Live:
             get_snapshot=lambda: self.snapshot,
             ready=lambda: True,
             live=LiveView(self.history, {"toxicity": 100}),
+            drawing=Drawing(
+                share=1.0
+            ),  # no budget: a new state is drawn at once (the budget: test_drawing.py)
         )
         self.server = serve(app, "127.0.0.1", 0)
 
@@ -320,9 +324,10 @@ def test_a_model_not_evaluated_yet_and_no_models() -> None:
     page = view.page(snapshot, "<b>gone</b>", None)
     assert "No model named &lt;b&gt;gone&lt;/b&gt;: showing toxicity." in page
     assert "No model named" not in view.page(snapshot, "toxicity", None)
-    for fragment in (False, True):  # and the drawings kept per snapshot are not shared between them
-        assert "No model named" in view.render(snapshot, "gone", None, fragment=fragment)[0]
-        assert "No model named" not in view.render(snapshot, "toxicity", None, fragment=fragment)[0]
+    for fragment in (False, True):  # the page and its fragment alike
+        draw = view.main if fragment else view.page
+        assert "No model named" in draw(snapshot, "gone", None)
+        assert "No model named" not in draw(snapshot, "toxicity", None)
 
 
 @pytest.mark.parametrize(
@@ -393,9 +398,8 @@ def test_the_etag_follows_the_history_recorded_after_the_snapshot() -> None:
     history = History(10)
     view = LiveView(history, {})
     snapshot = rich_snapshot()
-    before, etag = view.render(snapshot, "toxicity", "1h", fragment=True)
+    before, etag = view.main(snapshot, "toxicity", "1h"), view.etag(snapshot, "toxicity", "1h")
     assert 'class="chart history"' not in before or "no history yet" in before
     history.record(snapshot)
-    after, new_etag = view.render(snapshot, "toxicity", "1h", fragment=True)
+    after, new_etag = view.main(snapshot, "toxicity", "1h"), view.etag(snapshot, "toxicity", "1h")
     assert new_etag != etag and after != before
-    assert view.render(snapshot, "toxicity", "1h", fragment=True) == (after, new_etag)  # drawn once

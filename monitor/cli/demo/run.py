@@ -181,11 +181,20 @@ def _status_table(app: App, now: datetime, *, footer: str) -> Table:
     return table
 
 
-def run_demo(*, host: str, port: int, directory: str, duration: float, speed: float, console: Console) -> int:
+def run_demo(
+    *,
+    host: str,
+    port: int,
+    directory: str,
+    duration: float,
+    speed: float,
+    console: Console,
+    web_config_file: str | None = None,
+) -> int:
     """Write the log and config, run the service on accelerated time until ``duration`` real seconds
     have passed (0: until Ctrl-C), print a live summary."""
     from monitor.app import build_app
-    from monitor.config import load_settings
+    from monitor.config import load_settings, with_web_config
     from monitor.core.clock import AcceleratedClock
 
     _check_port(host, port)
@@ -195,7 +204,7 @@ def run_demo(*, host: str, port: int, directory: str, duration: float, speed: fl
         log = write_demo_log(base / "predictions.db", start=start, future=_LEAD, repeat=STORY)
     growing = GrowingLog(log, lead=_LEAD, keep=_KEEP)
     config = write_demo_config(base, port=port, host=host)
-    settings = load_settings(config)
+    settings = with_web_config(load_settings(config), web_config_file)
     clock = AcceleratedClock(start, speed)
     app = build_app(settings, clock=clock)
     pacer = Pacer(
