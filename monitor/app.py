@@ -266,7 +266,9 @@ def _assemble(
     resend = max(m.interval.total_seconds() for m in settings.models)
     if notifiers is None:
         notifiers = build_notifiers(settings.alerts, resend_seconds=resend, logger=log)
-    runner = Runner(evaluators, tracker=tracker, notifiers=notifiers, clock=clock)
+    runner = Runner(
+        evaluators, tracker=tracker, notifiers=notifiers, clock=clock, log_alerts=settings.alerts.log
+    )
     history = History(settings.server.history)  # what the live view charts
     # read now: a web config that does not load is a config error before anything starts
     web = WebConfigFile(settings.server.web_config_file) if settings.server.web_config_file else None

@@ -38,8 +38,10 @@ class Runner:
         tracker: AlertTracker,
         notifiers: Sequence[Notifier],
         clock: Clock,
+        log_alerts: bool = True,
     ) -> None:
         self.evaluators = dict(evaluators)
+        self.log_alerts = log_alerts  # alerts.log: the pending / cleared lines too, not only firing ones
         self.tracker = tracker
         self.clock = clock
         self._lock = threading.Lock()  # two models' jobs may finish at once: one snapshot writer
@@ -88,7 +90,8 @@ class Runner:
             self._record_failure(name, exc)
             return None
         update = self.tracker.update(evaluation, now)
-        _log_transitions(update)
+        if self.log_alerts:
+            _log_transitions(update)
         self.delivery.submit(name, update.firing, update.resolved, now)
         with self._publishing():
             old = self._snapshot.models[name]

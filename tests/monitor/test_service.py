@@ -217,3 +217,36 @@ def test_the_service_alert_and_the_prometheus_rule_share_name_and_runbook_link()
             == rules[metric]["annotations"]["runbook_url"]
             == f"https://runbooks.example/fairwatch#{metric}"
         )
+
+
+@pytest.mark.parametrize("log_alerts", [True, False])
+def test_alerts_log_false_silences_every_alert_line(caplog: pytest.LogCaptureFixture, log_alerts: bool) -> None:
+    """``alerts.log: false`` is silent about alerts - pending and cleared lines included (they were
+    logged whatever the setting); the notifiers the config builds carry the firing ones."""
+    from monitor.app import build_app
+
+    frame = drifting_log()
+    model = {
+        "name": "tox",
+        "source": {"kind": "memory", "name": "tox"},
+        "columns": {"id": "id", "timestamp": "ts", "score": "score", "label": "label"},
+        "groups": [{"attribute": "identity", "kind": "indicator", "columns": ["g"]}],
+        "windows": [{"name": "1h", "length": "1h"}],
+        "interval": "10m",
+        "min_samples": 50,
+        "metrics": ["bpsn_auc", "negative_aeg", "statistical_parity_difference"],
+    }
+    settings = settings_from_dict({"models": [model], "alerts": {"for": "1h", "log": log_alerts}})
+    clock = FakeClock(T0 + timedelta(hours=5))
+    app = build_app(settings, clock=clock, memory_sources={"tox": MemorySource(frame, timestamp_column="ts")})
+    try:
+        with caplog.at_level(logging.INFO, logger="monitor"):
+            app.runner.run_model("tox")  # the biased hours: pending
+            frame.loc[:, "score"] = 1 / (1 + np.exp(-(-1.5 + 3 * frame["label"])))
+            clock.advance(timedelta(minutes=10))
+            app.runner.run_model("tox")  # cleared before it fired
+            assert app.runner.delivery.flush(timeout=10)
+    finally:
+        app.stop()
+    said = [r.getMessage() for r in caplog.records if "fairness alert" in r.getMessage()]
+    assert bool(said) is log_alerts, said
