@@ -213,9 +213,25 @@ class BinaryWindow(ConfusionWindow):
         n = float(w.sum())
         if n < 2:
             return math.nan
-        d = table.scores - table.scores[0]
+        scores = self.moment_scores
+        d = scores - scores[0]
         centred = d - float(np.einsum("i,i->", w, d)) / n
         return math.sqrt(float(np.einsum("i,i->", w, centred**2)) / (n - 1))
+
+    @cached_property
+    def moment_scores(self) -> FloatArray:
+        """The distinct scores the score moments and :attr:`score_sd` are taken of: the scores themselves,
+        or, when the largest is beyond 2**500, divided by a power of two that brings it below 1.
+
+        Dividing by a power of two is exact, and what the moments serve (the standardized mean
+        difference) is a ratio of them, so the value is the same; without it one score of 1e200
+        squared to inf and made every group's SMD 0 ("perfect parity"), with overflow warnings.
+        """
+        scores = self.table.scores
+        finite = np.abs(scores[np.isfinite(scores)])
+        top = float(finite.max()) if len(finite) else 0.0
+        _, exponent = math.frexp(top)
+        return np.ldexp(scores, -exponent) if exponent > 500 else scores
 
     @cached_property
     def overall_auc(self) -> ModelValue:
@@ -250,7 +266,7 @@ class BinaryWindow(ConfusionWindow):
                 dense,
                 _cumulative(dense),
                 cells,
-                _moments(self.table.scores[r.ids], r.counts),
+                _moments(self.moment_scores[r.ids], r.counts),
             )
         return self._references[key]
 
@@ -269,7 +285,7 @@ class BinaryWindow(ConfusionWindow):
         # once per universe: recomputing them per comparison costs O(window) per group
         if keys not in self._universe_moments:
             dense, _ = self._universe(keys)
-            self._universe_moments[keys] = _moments(self.table.scores, dense)
+            self._universe_moments[keys] = _moments(self.moment_scores, dense)
         return self._universe_moments[keys]
 
     def _pair(self, comp: Comparison) -> Pair:
@@ -277,7 +293,7 @@ class BinaryWindow(ConfusionWindow):
         g = t.group(comp.key)
         split = int(np.searchsorted(g.ids, self.cut))  # ids increase: predicted positives are a suffix
         g_cells = np.stack([g.counts[:split].sum(0), g.counts[split:].sum(0)])
-        g_mom = _moments(t.scores[g.ids], g.counts)
+        g_mom = _moments(self.moment_scores[g.ids], g.counts)
         if comp.reference_key is None:
             dense, cum = self._universe(comp.universe)
             grid, (g_side,) = grid_for(g)

@@ -235,3 +235,27 @@ def test_predicted_classes_without_scores():
             if metric == "standardized_mean_difference":
                 continue
             assert same(report.get(metric, value).value, expected[metric]), (value, metric)
+
+
+def test_smd_of_extreme_scores_does_not_overflow():
+    """One score of 1e200 (no score_range in the config): its square overflowed, the window sd was
+    inf and every group's SMD 0.0 - "perfect parity" - with numpy overflow warnings. The SMD is
+    scale-free, so the reference is the same formula by hand on the scores divided by 1e200."""
+    import warnings
+
+    score = np.array([1e200, 0.4e200, 0.6e200, 0.8e200, 0.1e200, 0.9e200])
+    race = ["b", "b", "a", "a", "c", "c"]
+    attr = mc.categorical_attribute("race", race, reference="a")
+    table = mc.table_for(score, [0, 1, 0, 1, 0, 1], [attr])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow warning either
+        r = mc.evaluate(table, attr.comparisons, metrics=["standardized_mean_difference"], min_samples=1)
+    unit = score / 1e200
+    mean = unit.mean()
+    window_sd = math.sqrt(sum((s - mean) ** 2 for s in unit) / 5)
+    assert r.get("standardized_mean_difference", "b").value == pytest.approx(
+        (unit[:2].mean() - unit[2:4].mean()) / window_sd, rel=1e-12
+    )
+    assert r.get("standardized_mean_difference", "c").value == pytest.approx(
+        (unit[4:].mean() - unit[2:4].mean()) / window_sd, rel=1e-12
+    )
