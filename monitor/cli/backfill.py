@@ -4,6 +4,7 @@ written to a file only once complete (:mod:`monitor.outputs.prometheus.backfill`
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
@@ -41,10 +42,7 @@ def run_backfill(
     file, replaced only once complete) or standard output."""
     instants = backfill_instants(start, end, step, now=datetime.now(UTC))
     if output is not None:  # said now, not after the evaluations, and of this path, not its temporary twin
-        if output.is_dir():
-            raise ConfigError(f"--output {output} is a directory: name the file to write")
-        if not output.parent.is_dir():
-            raise ConfigError(f"--output {output}: no directory {output.parent}")
+        output = writable_file(output)
     n_models = len(set(models)) if models else len(settings.models)
     progress = Progress(
         TextColumn("backfill"),
@@ -69,14 +67,47 @@ def run_backfill(
         return _write_atomically(output, run)
 
 
+_KINDS = {
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFDIR: "a directory",
+}
+
+
+def writable_file(output: Path) -> Path:
+    """The regular file ``--output`` names: itself, or the file a symbolic link points to (followed
+    explicitly, so that the link is kept and its target written). Anything else is a
+    :class:`ConfigError`: the output is written beside it and renamed over it, which would replace a
+    device, a FIFO (its reader left waiting) or the link itself."""
+    target = Path(os.path.realpath(output)) if output.is_symlink() else output
+    via = f" (the link's target {target})" if target != output else ""
+    try:
+        mode = os.stat(target).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):
+        kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
+        hint = "name the file to write" if stat.S_ISDIR(mode) else "omit --output to write to standard output"
+        raise ConfigError(f"--output {output}{via} is {kind}: fairwatch writes regular files only; {hint}")
+    if not target.parent.is_dir():
+        raise ConfigError(f"--output {output}{via}: no directory {target.parent}")
+    return target
+
+
 def _write_atomically(
     path: Path, run: Callable[[Callable[[bytes], object]], BackfillResult]
 ) -> BackfillResult:
-    """``run(write)`` into a temporary file beside ``path``, renamed over it once complete."""
+    """``run(write)`` into a temporary file beside ``path``, renamed over it once complete (and once
+    more checked to be a regular file or absent: it may have changed while the evaluations ran)."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with tmp.open("wb") as fh:
             result = run(fh.write)
+        if path.is_symlink() or (path.exists() and not path.is_file()):
+            writable_file(path)  # raises, naming what it became
+            raise ConfigError(f"--output {path} became a symbolic link while the backfill ran")
         tmp.replace(path)
     except BaseException:
         tmp.unlink(missing_ok=True)

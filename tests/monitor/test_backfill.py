@@ -247,3 +247,42 @@ def test_a_failing_evaluation_stops_the_run_and_writes_nothing(
     assert "missing" in err
     assert output.read_text(encoding="utf-8") == "an older backfill\n"  # replaced only when complete
     assert list(tmp_path.glob(".history.om.*")) == []
+
+
+@pytest.mark.parametrize("kind", ["fifo", "character device", "link to a fifo"])
+def test_an_output_that_is_no_regular_file_is_refused_and_left_alone(
+    config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    """Written beside and renamed over, a device became a regular file (as root /dev/full did), a FIFO
+    was replaced and its reader hung, a link was replaced and its target never written - all exit 0."""
+    import os
+    import stat
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    output = {"fifo": fifo, "character device": Path(os.devnull), "link to a fifo": tmp_path / "link"}[kind]
+    if kind == "link to a fifo":
+        output.symlink_to(fifo)
+    assert _backfill(config, output) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    what = "a character device" if kind == "character device" else "a FIFO"
+    assert f"is {what}: fairwatch writes regular files only" in err
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)  # untouched
+    assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
+    if kind == "link to a fifo":
+        assert output.is_symlink()
+
+
+@pytest.mark.parametrize("dangling", [False, True])
+def test_a_symbolic_link_is_followed_and_kept(config: Path, tmp_path: Path, dangling: bool) -> None:
+    target = tmp_path / "store" / "history.om"
+    target.parent.mkdir()
+    if not dangling:
+        target.write_text("an older backfill\n", encoding="utf-8")
+    link = tmp_path / "latest.om"
+    link.symlink_to(target)
+    assert _backfill(config, link) == 0
+    assert link.is_symlink() and link.resolve() == target  # the link kept...
+    text = target.read_text(encoding="utf-8")
+    assert text.startswith("# HELP") and text.endswith("# EOF\n")  # ...and its target written
+    assert sorted(p.name for p in target.parent.iterdir()) == ["history.om"]
