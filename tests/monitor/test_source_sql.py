@@ -269,6 +269,24 @@ def test_unrecognised_timestamps_are_filtered_in_pandas_only(
     assert "mixed or unrecognised" in caplog.text
 
 
+@pytest.mark.parametrize("timestamp_format", [None, "iso_utc"])
+def test_a_window_that_starts_before_the_year_1000(
+    tmp_path: Path, make_source: MakeSource, timestamp_format: str | None
+) -> None:
+    """strftime's %Y wrote 999 for the year 999: as text it sorts after 2026, and julianday() reads
+    no instant from it - a --start before the year 1000 read no rows at all."""
+    # to the second: SQLite compares text instants through julianday, to the millisecond
+    rows = [(i, iso(t.replace(microsecond=0)), 0.5) for i, t in EVENTS]
+    fields = {"timestamp_format": timestamp_format} if timestamp_format else {}
+    source = make_source(
+        sqlite_table(tmp_path / "p.db", "id INTEGER, ts TEXT, score REAL", rows), table="predictions", **fields
+    )
+    ancient = datetime(999, 1, 1, tzinfo=UTC)
+    assert read_ids(source, ancient, END) == [1, 2, 3, 4, 5]  # every event before END, by hand
+    request = CountRequest("ts", (), (), ((ancient, START), (START, END)))
+    assert source.count_ranges(request, ancient, END) == (2, 3)
+
+
 def test_text_prefilter_never_drops_a_row_of_the_window() -> None:
     """The bounds of TimestampEncoding compared as text, over random instants and styles."""
     rng = random.Random(7)

@@ -86,13 +86,22 @@ class TimestampEncoding:
             # A naive column holds UTC wall time; an aware bound would be converted with the session's zone.
             return start.replace(tzinfo=None), end.replace(tzinfo=None), sa.DateTime()
         if self.kind == "iso" and self.exact:
-            fmt = f"%Y-%m-%d{self.separator}%H:%M:%S"
-            return start.strftime(fmt), ceil_second(end).strftime(fmt), sa.String()
+            return iso_text(start, self.separator), iso_text(ceil_second(end), self.separator), sa.String()
         if self.kind in ("iso", "iso_day"):
             lo_day = start.date() - timedelta(days=1)
             hi_day = end.date() + timedelta(days=2)
             return lo_day.isoformat(), hi_day.isoformat(), sa.String()
         return None
+
+
+def iso_text(moment: datetime, separator: str = " ", *, timespec: str = "seconds") -> str:
+    """``moment`` in UTC as ISO-8601 text without offset, the year always four digits (strftime's
+    ``%Y`` writes ``999``, which compares above ``2026`` as text and which ``julianday`` cannot read).
+
+    >>> iso_text(datetime(999, 1, 2, 3, 4, 5, tzinfo=UTC), "T")
+    '0999-01-02T03:04:05'
+    """
+    return utc(moment).replace(tzinfo=None).isoformat(sep=separator, timespec=timespec)
 
 
 def detect_encoding(low: Any, high: Any) -> TimestampEncoding | None:
@@ -255,7 +264,7 @@ def instant(column: sa.ColumnElement[Any], encoding: TimestampEncoding, sqlite: 
     if encoding.kind in ("iso", "iso_day") and sqlite:
         # SQLite reads both sides alike, to the millisecond (julianday keeps milliseconds)
         def julian(moment: datetime, name: str) -> sa.ColumnElement[Any]:
-            text = utc(moment).strftime("%Y-%m-%d %H:%M:%S.%f")
+            text = iso_text(moment, " ", timespec="microseconds")
             return sa.func.julianday(sa.bindparam(name, text, type_=sa.String()))
 
         return sa.func.julianday(column), julian
