@@ -176,13 +176,31 @@ def engine_options(url: sa.URL, timeout: float) -> dict[str, Any]:
     DuckDB lets one process open a database file for writing, or several for reading only, and
     a pooled connection would hold the file between ticks, locking out the application that
     writes the log: each read opens the file read-only and closes it (a writer holding the
-    file then fails that tick, with DuckDB's lock error)."""
+    file then fails that tick, with DuckDB's lock error).
+
+    SQLite connections are not pooled either. The process holds two SQLite libraries - ADBC's,
+    linked into its driver, for Arrow reads, and Python's for these statements - and POSIX locks
+    belong to the process, not the library: when one library closes its descriptor of the
+    database, the other's locks go too. A pooled connection of the second then kept a stale view
+    of a WAL database (late rows written by the application were never seen by the panes'
+    recheck) and, with a writer in the same process, failed with "disk I/O error". A connection
+    per statement reads the latest commit and holds no lock between them (opening one costs
+    ~0.1 ms)."""
     backend = url.get_backend_name()
     if backend == "duckdb":
         read_only = {} if "access_mode" in url.query else {"connect_args": {"read_only": True}}
         return {"poolclass": sa.pool.NullPool, **read_only}
     if backend == "postgresql" and "connect_timeout" not in url.query:
         return {"connect_args": {"connect_timeout": max(1, min(10, math.ceil(timeout)))}}
-    if backend == "sqlite" and "timeout" not in url.query:
-        return {"connect_args": {"timeout": timeout}}
+    if backend == "sqlite":
+        unpooled = {} if _in_memory(url) else {"poolclass": sa.pool.NullPool}
+        if "timeout" not in url.query:
+            return {"connect_args": {"timeout": timeout}, **unpooled}
+        return unpooled
     return {}
+
+
+def _in_memory(url: sa.URL) -> bool:
+    """An in-memory SQLite database lives as long as its one connection: it must stay pooled."""
+    database = url.database or ""
+    return database in ("", ":memory:") or "mode=memory" in database or url.query.get("mode") == "memory"
