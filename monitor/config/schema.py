@@ -226,7 +226,9 @@ class PanesConfig(_Strict):
     size: Duration = timedelta(hours=1)  # panes are aligned to the Unix epoch (whole hours)
     # a pane is sealed once its end is older than label_delay + lateness: rows and labels final
     lateness: Duration = timedelta(minutes=10)
-    recheck: Duration = timedelta(hours=1)  # how often kept panes are recounted for late rows
+    recheck: Duration = timedelta(
+        hours=1
+    )  # kept panes' totals recounted, and each pane counted again whole, within it
     max_rows: int = Field(default=2_000_000, ge=0)  # counted combinations kept, all panes together
     # kept panes are also written here (one folder per model), so a restart does not re-read them;
     # unset: memory only. Relative to the config file.

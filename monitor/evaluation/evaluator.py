@@ -89,7 +89,9 @@ class Evaluator:
         return self.plan.panes
 
     def close(self) -> None:
-        """Close its sources (a source closed twice is closed once)."""
+        """Close its sources (a source closed twice is closed once) and let its panes' folder go."""
+        if self.plan.panes is not None:
+            self.plan.panes.close()
         self.source.close()
         if self.label_source is not None and self.label_source is not self.source:
             self.label_source.close()
@@ -155,6 +157,8 @@ class Evaluator:
             compute_seconds=t2 - t1,
             late_rows=read.late_rows,
             pieces_read=read.pieces_read,
+            pane_store_up=None if self.plan.panes is None else self.plan.panes.store_up,
+            changed_panes=read.changed_panes,
         )
 
     def _window(

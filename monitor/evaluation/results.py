@@ -73,6 +73,8 @@ class ModelEvaluation:
     compute_seconds: float = 0.0
     late_rows: int = 0  # rows found in sealed panes since they were kept (monitor.reading.panes)
     pieces_read: int | None = None  # statements sent through sealed panes (None: whole windows read)
+    pane_store_up: bool | None = None  # the sealed panes written to panes.directory (None: no directory)
+    changed_panes: int = 0  # sealed panes whose rows changed since they were kept (counted again)
 
 
 def label_coverage(n_labeled: int, n_rows: int, n_label_rows: int | None) -> float:

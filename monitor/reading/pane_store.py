@@ -22,25 +22,36 @@ file or the new one, never half of one.
 The folder mirrors memory: :meth:`PaneStore.sync` writes the panes kept since the last call and
 removes the files of panes no longer kept (slid out of every window, dropped by a recheck or by
 the memory budget). A file that cannot be read is logged, removed, and its pane read from the
-source; a folder that becomes unwritable while running is logged once and the panes stay in
-memory only.
+source; so is a file written for another model or another fingerprint (copied between folders:
+the model and fingerprint are in its metadata). A folder that becomes unwritable while running (a
+full disk) is logged once, the panes stay in memory, each sync tries again and writing resumes
+when it can (logged too); :attr:`PaneStore.up` says which (``fairwatch_pane_store_up``).
+
+One service at a time: :meth:`PaneStore.open` takes an exclusive lock (``flock``) on the model's
+folder's ``.lock`` file, naming the holder in it; a second service configured with the same
+directory and model is refused at start-up (a config error naming the holder) instead of
+deleting the first one's folder. Within one process the lock is shared (a config reload builds
+the new stores before the old ones close).
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import fcntl
 import hashlib
 import json
 import logging
 import os
 import re
+import socket
+import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -56,7 +67,7 @@ __all__ = ["FORMAT", "PaneStore", "StoredPane", "fingerprint", "folder_name"]
 log = logging.getLogger(__name__)
 
 #: Written into every file; a file of another version is not read (and is replaced).
-FORMAT = 1
+FORMAT = 2  # 2: the model and fingerprint in each file's metadata
 _META = b"fairwatch.pane"
 _SUFFIX = ".arrow"
 _FINGERPRINT = re.compile(r"^[0-9a-f]{16}$")
@@ -112,13 +123,14 @@ class PaneStore:
     :class:`~monitor.core.errors.ConfigError` naming the config key).
     """
 
-    def __init__(self, root: Path, model: str, source: SourceConfig) -> None:
+    def __init__(self, root: Path, model: str, source: SourceConfig, lock: _FolderLock | None = None) -> None:
         self.root = root  # this model's folder
         self.model = model
         self.source = source
+        self._lock = lock
         self._folder: Path | None = None  # the fingerprint folder in use
         self._written: dict[datetime, pd.DataFrame] = {}  # pane -> the frame its file holds
-        self._broken = False  # writing failed once: memory only from then on (logged)
+        self.up = True  # the last sync wrote what it had to (False: a full disk, a read-only volume)
         self._unwritable = False  # a pane's values could not be written (logged once)
 
     @classmethod
@@ -135,7 +147,13 @@ class PaneStore:
             raise ConfigError(
                 f"{key}: cannot write sealed panes into {root}: {exc.strerror or exc}"
             ) from None
-        return cls(root, model, source)
+        return cls(root, model, source, _FolderLock.take(root / ".lock", key, model))
+
+    def close(self) -> None:
+        """Let the folder go (its lock: another service may use it now)."""
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
     def load(self, shape: CountRequest, size: timedelta) -> list[StoredPane]:
         """Use the folder of ``shape`` counted in panes of ``size``, and read its panes (sorted by
@@ -156,7 +174,7 @@ class PaneStore:
                 if path.suffix != _SUFFIX:
                     continue
                 try:
-                    stored = _read(path, size)
+                    stored = _read(path, size, self.model, folder.name)
                 except Exception as exc:  # whatever a damaged file makes the decoder raise: not used
                     reason = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
                     log.warning(
@@ -186,22 +204,29 @@ class PaneStore:
     def sync(self, panes: Mapping[datetime, tuple[pd.DataFrame, int]], flagged: frozenset[str]) -> None:
         """Make the folder hold exactly ``panes`` (pane -> frame, row total): write the new and
         changed ones, remove the others."""
-        if self._folder is None or self._broken:
+        if self._folder is None:
             return
         try:
+            if not self.up:  # failed before: what is on disk is unknown, look again
+                self._folder.mkdir(exist_ok=True)
+                self._written = {p: pd.DataFrame() for p in self._on_disk()}
             for pane in [p for p in self._written if p not in panes]:
                 del self._written[pane]
                 self._path(pane).unlink(missing_ok=True)
             for pane, (frame, rows) in panes.items():
                 if self._written.get(pane) is not frame:
-                    self._written[pane] = frame
                     self._write(pane, frame, rows, flagged)
+                    self._written[pane] = frame
         except OSError as exc:
             self._fail(exc)
+            return
+        if not self.up:
+            self.up = True
+            log.warning("model %s: writing sealed panes into %s again", self.model, self._folder)
 
     def clear(self) -> None:
         """Remove every pane file of the folder in use."""
-        if self._folder is None or self._broken:
+        if self._folder is None:
             return
         self._written.clear()
         try:
@@ -211,6 +236,14 @@ class PaneStore:
             self._fail(exc)
 
     # -- internals --------------------------------------------------------------------------------
+
+    def _on_disk(self) -> list[datetime]:
+        assert self._folder is not None
+        return [
+            datetime.fromtimestamp(int(path.stem), UTC)
+            for path in self._folder.glob(f"*{_SUFFIX}")
+            if path.stem.lstrip("-").isdigit()
+        ]
 
     def _path(self, pane: datetime) -> Path:
         assert self._folder is not None
@@ -225,8 +258,11 @@ class PaneStore:
                 self._unwritable = True
             self._path(pane).unlink(missing_ok=True)
             return
+        assert self._folder is not None
         meta = {
             "format": FORMAT,
+            "model": self.model,
+            "fingerprint": self._folder.name,
             "pane": pane.astimezone(UTC).isoformat(),
             "rows": rows,
             "flagged": sorted(flagged),
@@ -248,14 +284,57 @@ class PaneStore:
             raise
 
     def _fail(self, exc: OSError) -> None:
-        log.warning(
-            "model %s: cannot write sealed panes into %s (%s); keeping them in memory only",
-            self.model,
-            self.root,
-            exc.strerror or exc,
-        )
-        self._broken = True
+        if self.up:  # once per episode: each sync tries again, quietly
+            log.warning(
+                "model %s: cannot write sealed panes into %s (%s); keeping them in memory, trying "
+                "again at each evaluation",
+                self.model,
+                self.root,
+                exc.strerror or exc,
+            )
+        self.up = False
         self._written.clear()
+
+
+class _FolderLock:
+    """An exclusive ``flock`` on a model folder's lock file, shared within the process."""
+
+    _held: ClassVar[dict[str, _FolderLock]] = {}
+    _guard: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self, path: str, fd: int) -> None:
+        self.path = path
+        self.fd = fd
+        self.users = 0
+
+    @classmethod
+    def take(cls, path: Path, key: str, model: str) -> _FolderLock:
+        real = os.path.realpath(path)
+        with cls._guard:
+            held = cls._held.get(real)
+            if held is None:
+                fd = os.open(real, os.O_RDWR | os.O_CREAT, 0o644)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:
+                    holder = os.read(fd, 200).decode(errors="replace").strip() or "another process"
+                    os.close(fd)
+                    raise ConfigError(
+                        f"{key}: the sealed panes of model {model} in {path.parent} are in use by "
+                        f"{holder}: give each service its own panes.directory"
+                    ) from None
+                os.ftruncate(fd, 0)
+                os.write(fd, f"fairwatch pid {os.getpid()} on {socket.gethostname()}\n".encode())
+                held = cls._held[real] = cls(real, fd)
+            held.users += 1
+            return held
+
+    def release(self) -> None:
+        with self._guard:
+            self.users -= 1
+            if self.users == 0:
+                del self._held[self.path]
+                os.close(self.fd)  # the lock goes with the descriptor
 
 
 def folder_name(model: str) -> str:
@@ -368,12 +447,16 @@ def _union_values(union: pa.UnionArray) -> np.ndarray:
     return out
 
 
-def _read(path: Path, size: timedelta) -> StoredPane:
+def _read(path: Path, size: timedelta, model: str, fingerprint: str) -> StoredPane:
     with pa.OSFile(str(path)) as source:
         table = pa.ipc.open_file(source).read_all()
     meta = json.loads((table.schema.metadata or {})[_META])
     if meta.get("format") != FORMAT:
         raise ValueError(f"format {meta.get('format')}, not {FORMAT}")
+    if meta.get("model") != model or meta.get("fingerprint") != fingerprint:
+        raise ValueError(
+            f"written for model {str(meta.get('model'))[:100]!r}, fingerprint {str(meta.get('fingerprint'))[:16]}"
+        )
     pane = datetime.fromisoformat(meta["pane"])
     if path.stem != str(int(pane.timestamp())) or pane.timestamp() % size.total_seconds():
         raise ValueError("the file's name is not its pane's start")

@@ -16,6 +16,14 @@ Rows that land in a pane after it was sealed (*late rows*) would be missed; ever
 panes, no rows returned: an index range per block where the timestamps are indexed, else one pass). A block whose total changed is dropped and read again at
 once, and the rows it gained are reported as late (``fairwatch_late_rows_total``).
 
+Rows *changed* in a sealed pane - a corrected label, a label written into an existing row, a
+delete and an insert of as many rows - keep its total. So each pane is also counted again whole,
+and its combinations compared with the kept ones, at least once every ``panes.recheck``: a few
+panes per tick, the ones checked longest ago (as many as keep every pane within ``recheck``), in
+one statement per run of consecutive panes. A pane that differs is replaced by its new counts
+(``fairwatch_sealed_panes_changed_total``). Over a ``recheck`` this reads each kept pane once
+more: a 24 h window checked hourly reads a 24th of its sealed rows an hour, spread over the ticks.
+
 Limits, by design: rows whose timestamp cannot be read are counted (``timestamp_invalid``)
 only by the read of the window's unsealed tail (on SQLite: those whose text falls in its range); a label written into a row after its pane
 was sealed is not seen until the pane is read again (keep ``lateness`` above the longest label
@@ -36,6 +44,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
+import numpy as np
 import pandas as pd
 
 from monitor.config import PanesConfig
@@ -57,6 +66,7 @@ class PanesRead:
     batch: Batch
     late_rows: int  # rows found in sealed panes since they were kept
     pieces_read: int | None  # statements sent for fresh pieces and new panes (None: one whole read)
+    changed_panes: int = 0  # sealed panes whose rows changed since they were kept (counted again)
 
 
 @dataclass(frozen=True)
@@ -80,6 +90,9 @@ class Panes:
         self._flagged: frozenset[str] | None = None
         self._interior: tuple[tuple[tuple[datetime, tuple[int, ...]], ...], pd.DataFrame] | None = None
         self._checked_at: datetime | None = None
+        self._verified: dict[datetime, datetime] = {}  # pane -> when its counts were last read whole
+        self._verify_credit = 0.0  # panes owed a recount (accrues at kept panes / recheck)
+        self._verified_at: datetime | None = None  # the tick that last recounted
         self._full = False  # the memory budget stopped keeping panes (logged once)
 
     def read(
@@ -93,6 +106,11 @@ class Panes:
             self._shape = shape
             self._load(shape)
         late, pieces = self._recheck(source, now), 0
+        verified = self._verify(source, now)
+        if verified is None:
+            return None
+        pieces, changed = verified[0], verified[2]
+        late += verified[1]
         self._sync()  # a pane the recheck dropped loses its file now, not after reads that may fail
         sealed_before = now - self.label_delay - self.config.lateness
         cuts = {moment for r in request.ranges for moment in r} | {start, end}
@@ -136,7 +154,7 @@ class Panes:
         frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
         flagged = self._flagged if self._flagged is not None else frozenset()
         self._sync()
-        return PanesRead(Batch(frame, rejected, counted=True, flagged=flagged), late, pieces)
+        return PanesRead(Batch(frame, rejected, counted=True, flagged=flagged), late, pieces, changed)
 
     def _sync(self) -> None:
         """The folder (``panes.directory``) made to hold exactly the kept panes."""
@@ -150,6 +168,16 @@ class Panes:
         (their recheck is what shows it)."""
         shape = replace(request, ranges=())
         return self._store is not None and self._shape is None and self._store.holds(shape, self.config.size)
+
+    @property
+    def store_up(self) -> bool | None:
+        """Whether the kept panes are written to ``panes.directory`` (None: no directory)."""
+        return None if self._store is None else self._store.up
+
+    def close(self) -> None:
+        """Let the panes' folder go (its lock)."""
+        if self._store is not None:
+            self._store.close()
 
     def kept_rows(self) -> int:
         """Counted combinations held, all kept panes together."""
@@ -233,6 +261,54 @@ class Panes:
             log.warning("model %s: %d late rows found in sealed panes; read again", self.name, late)
         return late
 
+    def _verify(self, source: CountingSource, now: datetime) -> tuple[int, int, int] | None:
+        """Count again, whole, the kept panes whose turn it is, and replace those whose combinations
+        changed. ``(statements, late rows, panes changed)``; ``None`` when a recount failed."""
+        assert self._shape is not None
+        for pane in self._verified.keys() - self._kept.keys():
+            del self._verified[pane]
+        for pane in self._kept:
+            self._verified.setdefault(pane, now)  # just counted (or loaded: due within recheck from now)
+        recheck = self.config.recheck
+        if self._verified_at is not None and now > self._verified_at:
+            owed = len(self._kept) * ((now - self._verified_at) / recheck)
+            self._verify_credit = min(float(len(self._kept)), self._verify_credit + owed)
+        self._verified_at = now
+        order = sorted(self._kept, key=lambda p: (self._verified[p], p))
+        overdue = sum(1 for p in order if now - self._verified[p] >= recheck)
+        turn = max(overdue, int(self._verify_credit))
+        if not turn:
+            return 0, 0, 0
+        self._verify_credit = max(0.0, self._verify_credit - turn)
+        size = self.config.size
+        statements = late = changed = 0
+        for block in _blocks(sorted(order[:turn]), size):
+            ranges = tuple((pane, pane + size) for pane in block)
+            batch = source.read_counts(replace(self._shape, ranges=ranges), block[0], block[-1] + size)
+            statements += 1
+            if batch is None or not self._same_flags(batch.flagged):
+                self._forget()
+                return None
+            flags = [range_column(i) for i in range(len(block))]
+            for i, pane in enumerate(block):
+                fresh = batch.frame[batch.frame[flags[i]] == 1].drop(columns=flags).reset_index(drop=True)
+                kept = self._kept[pane]
+                rows = int(fresh[WEIGHT].sum())
+                if not _same_counts(kept.frame, fresh):
+                    late += max(0, rows - kept.rows)
+                    changed += 1
+                    self._kept[pane] = _Kept(fresh, rows)
+                    self._interior = None
+                self._verified[pane] = now
+        if changed:
+            log.warning(
+                "model %s: %d sealed pane(s) changed since their counts were kept (rows updated, "
+                "replaced or written late); counted again",
+                self.name,
+                changed,
+            )
+        return statements, late, changed
+
     def _forget(self) -> None:
         self._kept.clear()
         self._interior = None
@@ -248,6 +324,26 @@ class Panes:
             if self._same_flags(stored.flagged):
                 self._keep(stored.pane, _Kept(stored.frame, stored.rows))
                 self._checked_at = None  # rows may have been written while nobody watched: recheck now
+
+
+def _same_counts(kept: pd.DataFrame, fresh: pd.DataFrame) -> bool:
+    """Whether two pane counts hold the same combinations with the same counts, in any order."""
+    if len(kept) != len(fresh) or set(kept.columns) != set(fresh.columns):
+        return False
+    return bool(np.array_equal(np.sort(_row_hashes(kept)), np.sort(_row_hashes(fresh[list(kept.columns)]))))
+
+
+def _row_hashes(frame: pd.DataFrame) -> np.ndarray:
+    """One 64-bit hash per row, of values made comparable across dtypes (1 and 1.0 alike)."""
+    canonical = pd.DataFrame(
+        {
+            str(c): frame[c].astype("float64")
+            if pd.api.types.is_numeric_dtype(frame[c]) or pd.api.types.is_bool_dtype(frame[c])
+            else frame[c].map(lambda v: None if v is None or v != v else str(v))
+            for c in frame.columns
+        }
+    )
+    return pd.util.hash_pandas_object(canonical, index=False).to_numpy()
 
 
 def _panes(start: datetime, end: datetime, size: timedelta) -> Iterator[datetime]:

@@ -56,6 +56,7 @@ class WindowsRead:
     batch: Batch
     late_rows: int = 0  # rows found in sealed panes since they were kept
     pieces_read: int | None = None  # statements sent for fresh pieces and new panes (None: one whole read)
+    changed_panes: int = 0  # sealed panes whose rows changed since they were kept
 
 
 class ReadPlan:
@@ -113,7 +114,10 @@ class ReadPlan:
                 if through_panes is not None:
                     self._say_if_distinct(through_panes.batch)
                     return WindowsRead(
-                        through_panes.batch, through_panes.late_rows, through_panes.pieces_read
+                        through_panes.batch,
+                        through_panes.late_rows,
+                        through_panes.pieces_read,
+                        through_panes.changed_panes,
                     )
             batch = source.read_counts(request, start, end)
             if batch is not None:

@@ -108,6 +108,7 @@ class Runner:
                 rows_read_total=old.rows_read_total + evaluation.rows_read,
                 rows_rejected_total=MappingProxyType(dict(rejected)),
                 late_rows_total=old.late_rows_total + evaluation.late_rows,
+                changed_panes_total=old.changed_panes_total + evaluation.changed_panes,
                 last_duration_seconds=evaluation.duration_seconds,
             )
             self._alerts[name] = tuple(a for a in update.active if a.labels.get("model") == name)

@@ -33,6 +33,7 @@ class ModelStatus:
     rows_read_total: int = 0
     rows_rejected_total: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     late_rows_total: int = 0
+    changed_panes_total: int = 0
     last_duration_seconds: float = float("nan")
     skipped_total: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))  # ticks, by reason
 

@@ -495,3 +495,12 @@ def test_promtool_reports_a_bad_exposition() -> None:
     result = promtool_check_metrics(bad)
     assert result.returncode != 0
     assert "_total" in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(("up", "exported"), [(True, 1.0), (False, 0.0), (None, None)])
+def test_pane_store_up(up: bool | None, exported: float | None) -> None:
+    """1 or 0 as the last evaluation wrote its sealed panes to panes.directory or could not; absent
+    for a model without a directory (not "down")."""
+    evaluation = replace(rich_snapshot().models["toxicity"].last_evaluation, pane_store_up=up)  # type: ignore[type-var]
+    registry = registry_for(make_snapshot(model_status("toxicity", evaluation)))
+    assert registry.get_sample_value("fairwatch_pane_store_up", {"model": "toxicity"}) == exported

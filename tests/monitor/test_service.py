@@ -220,7 +220,9 @@ def test_the_service_alert_and_the_prometheus_rule_share_name_and_runbook_link()
 
 
 @pytest.mark.parametrize("log_alerts", [True, False])
-def test_alerts_log_false_silences_every_alert_line(caplog: pytest.LogCaptureFixture, log_alerts: bool) -> None:
+def test_alerts_log_false_silences_every_alert_line(
+    caplog: pytest.LogCaptureFixture, log_alerts: bool
+) -> None:
     """``alerts.log: false`` is silent about alerts - pending and cleared lines included (they were
     logged whatever the setting); the notifiers the config builds carry the firing ones."""
     from monitor.app import build_app

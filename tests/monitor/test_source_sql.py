@@ -279,7 +279,9 @@ def test_a_window_that_starts_before_the_year_1000(
     rows = [(i, iso(t.replace(microsecond=0)), 0.5) for i, t in EVENTS]
     fields = {"timestamp_format": timestamp_format} if timestamp_format else {}
     source = make_source(
-        sqlite_table(tmp_path / "p.db", "id INTEGER, ts TEXT, score REAL", rows), table="predictions", **fields
+        sqlite_table(tmp_path / "p.db", "id INTEGER, ts TEXT, score REAL", rows),
+        table="predictions",
+        **fields,
     )
     ancient = datetime(999, 1, 1, tzinfo=UTC)
     assert read_ids(source, ancient, END) == [1, 2, 3, 4, 5]  # every event before END, by hand

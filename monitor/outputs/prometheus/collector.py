@@ -216,6 +216,7 @@ def _self_metrics(snapshot: Snapshot, version: str) -> list[Metric]:
         _per_model_counter(series.ROWS_READ, models),
         _rows_rejected(models),
         _per_model_counter(series.LATE_ROWS, models),
+        _per_model_counter(series.CHANGED_PANES, models),
         _last_read_rejected(models),
         _per_model_gauge(
             series.LAST_READ_FILES_SKIPPED,
@@ -233,7 +234,13 @@ def _self_metrics(snapshot: Snapshot, version: str) -> list[Metric]:
         ),
         _per_model_gauge(series.SOURCE_UP, models, lambda s: 1 if s.source_up else 0),
         _per_model_gauge(series.MODEL_INTERVAL, models, lambda s: s.interval_seconds),
+        _per_model_gauge(series.PANE_STORE_UP, models, _pane_store_up),
     ]
+
+
+def _pane_store_up(status: ModelStatus) -> float | None:
+    up = status.last_evaluation.pane_store_up if status.last_evaluation else None
+    return None if up is None else float(up)
 
 
 def _per_model_counter(family: Family, models: list[ModelStatus]) -> Metric:

@@ -185,6 +185,15 @@ LATE_ROWS = Family(
     "counter",
     "late_rows_total",
 )
+CHANGED_PANES = Family(
+    "sealed_panes_changed_total",
+    "Sealed panes whose rows changed after their counts were kept - a corrected label, a label "
+    "written into an existing row, rows replaced or written late - found by counting each kept "
+    "pane again at least once every panes.recheck; each was replaced by its new counts.",
+    MODEL_LABELS,
+    "counter",
+    "changed_panes_total",
+)
 EVALUATION_SKIPPED = Family(
     "evaluation_skipped_total",
     "Scheduled evaluations of the model that were skipped, by reason: busy (it waited for a free worker: "
@@ -226,6 +235,13 @@ SOURCE_UP = Family(
 MODEL_INTERVAL = Family(
     "model_interval_seconds", "Configured evaluation interval of the model.", MODEL_LABELS
 )
+PANE_STORE_UP = Family(
+    "pane_store_up",
+    "1 if the model's sealed panes were written to panes.directory at its last evaluation, 0 if "
+    "writing failed (a full disk, a read-only volume: the panes stay in memory and writing is tried "
+    "again at every evaluation); absent without panes.directory.",
+    MODEL_LABELS,
+)
 
 #: Per alert sink (``SinkStats`` fields).
 ALERTS_SENT = Family("alerts_sent_total", "Alert notifications delivered.", ("sink",), "counter", "sent")
@@ -256,6 +272,7 @@ SERVICE_FAMILIES = (
     ROWS_READ,
     ROWS_REJECTED,
     LATE_ROWS,
+    CHANGED_PANES,
     LAST_READ_REJECTED,
     LAST_READ_FILES_SKIPPED,
     JOB_ERRORS,
@@ -265,4 +282,5 @@ SERVICE_FAMILIES = (
     LAST_ATTEMPT,
     SOURCE_UP,
     MODEL_INTERVAL,
+    PANE_STORE_UP,
 )

@@ -98,6 +98,7 @@ def iso_text(moment: datetime, separator: str = " ", *, timespec: str = "seconds
     """``moment`` in UTC as ISO-8601 text without offset, the year always four digits (strftime's
     ``%Y`` writes ``999``, which compares above ``2026`` as text and which ``julianday`` cannot read).
 
+    >>> from datetime import UTC
     >>> iso_text(datetime(999, 1, 2, 3, 4, 5, tzinfo=UTC), "T")
     '0999-01-02T03:04:05'
     """
