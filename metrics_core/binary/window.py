@@ -221,7 +221,8 @@ class BinaryWindow(ConfusionWindow):
     @cached_property
     def moment_scores(self) -> FloatArray:
         """The distinct scores the score moments and :attr:`score_sd` are taken of: the scores themselves,
-        or, when the largest is beyond 2**500, divided by a power of two that brings it below 1.
+        or, when the largest is beyond 2**400 (its square summed over enough rows would overflow),
+        divided by a power of two that brings it below 1.
 
         Dividing by a power of two is exact, and what the moments serve (the standardized mean
         difference) is a ratio of them, so the value is the same; without it one score of 1e200
@@ -231,7 +232,7 @@ class BinaryWindow(ConfusionWindow):
         finite = np.abs(scores[np.isfinite(scores)])
         top = float(finite.max()) if len(finite) else 0.0
         _, exponent = math.frexp(top)
-        return np.ldexp(scores, -exponent) if exponent > 500 else scores
+        return np.ldexp(scores, -exponent) if exponent > 400 else scores
 
     @cached_property
     def overall_auc(self) -> ModelValue:

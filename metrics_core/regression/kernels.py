@@ -154,6 +154,11 @@ def zscore_difference(g: Data, r: Data) -> float:
         raise Undefined("fewer than three rows in the group and its reference together")
     if np.ptp(sg) == 0 and np.ptp(sr) == 0:
         raise Undefined("the predictions are constant within the group and within its reference")
+    # scale-free: divided by a power of two (exact) when squares could overflow (a prediction of 1e200)
+    top = max(float(np.abs(sg).max()), float(np.abs(sr).max()))
+    exponent = math.frexp(top)[1] if math.isfinite(top) else 0
+    if exponent > 400:
+        sg, sr = np.ldexp(sg, -exponent), np.ldexp(sr, -exponent)
     ss = float(((sg - sg.mean()) ** 2).sum() + ((sr - sr.mean()) ** 2).sum())
     return float(sg.mean() - sr.mean()) / math.sqrt(ss / dof)
 

@@ -108,7 +108,9 @@ class CachedApp:
 
     ``state(environ)`` is a tuple of what the answer is drawn from, compared element by element: by
     identity (the snapshot is immutable and swapped by reference; compared as an object, not by its
-    ``id()``, which may be reused), or by value for numbers and strings (a version, an ETag). An
+    ``id()``, which may be reused), or by value for numbers and strings (a version, an ETag). Its last
+    element is the answer's kind (error details shown or not): a stale answer, served while the
+    budget holds a drawing up, is one of the same kind. An
     answer with an ``ETag`` header is ``304 Not Modified`` to a request whose ``If-None-Match`` names it.
     """
 
@@ -145,11 +147,10 @@ class CachedApp:
                     again = self._kept.get(key)
                 return again[1] if again is not None and _same(again[0], state) else None
 
-            found = self._drawing.draw(
-                lambda: _capture(self._app, environ),
-                stale=None if kept is None else kept[1],
-                drawn=drawn,
-            )
+            # a stale answer only of the same kind: the last element of a state (the error details
+            # shown or not) never changes under a client's feet
+            stale = kept[1] if kept is not None and _same(kept[0][-1:], state[-1:]) else None
+            found = self._drawing.draw(lambda: _capture(self._app, environ), stale=stale, drawn=drawn)
             if found is None:
                 return _busy(start_response)
             response = found

@@ -77,10 +77,10 @@ def make_app(
         return CachedApp(route, state, drawer)
 
     def snapshot_state(environ: WSGIEnvironment) -> tuple[object, ...]:
-        return (get_snapshot(), details())
+        return (get_snapshot(), details())  # last: the kind (a failed source's details shown or not)
 
     def history_state(environ: WSGIEnvironment) -> tuple[object, ...]:
-        return (get_snapshot(), view.history.version)
+        return (get_snapshot(), view.history.version, False)  # last: the kind (no error details here)
 
     def page_state(environ: WSGIEnvironment) -> tuple[object, ...]:
         params = parse_qs(environ.get("QUERY_STRING", ""))

@@ -24,6 +24,7 @@ connection); a client speaking plain HTTP is answered ``400`` in plain text, as 
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import logging
 import math
 import queue
@@ -56,8 +57,9 @@ CONNECTION_TIMEOUT = 10.0
 EXCHANGE_TIMEOUT = 60.0
 #: CPU share the HTTP workers may use together while evaluations run.
 HTTP_SHARE = 0.25
-#: Paths answered from bytes made before the request (a scrape, the probes): they never wait for the
-#: budget, so that Prometheus and the kubelet are answered at once however busy the rest is.
+#: Requests answered from bytes made before the request (a scrape, the probes; exactly these, no query
+#: string): they never wait for the budget, so that Prometheus and the kubelet are answered at once
+#: however busy the rest is.
 PRE_RENDERED = frozenset({"/metrics", "/healthz", "/readyz"})
 
 _PLAIN_TO_TLS = (
@@ -107,7 +109,9 @@ class _Watchdog:
                 self.expired += len(late)
             for sock in late:
                 with contextlib.suppress(OSError):  # closed meanwhile
-                    sock.shutdown(socket.SHUT_RDWR)  # the worker's blocked read or write returns
+                    # below TLS (SSLSocket.shutdown drops the TLS state first: a write in between
+                    # would go out in plain text): the worker's blocked read or write returns
+                    socket.socket.shutdown(sock, socket.SHUT_RDWR)
 
 
 class CpuBudget:
@@ -265,9 +269,20 @@ class _PooledWSGIServer(WSGIServer):
 
 
 def _san_allowed(cert: dict[str, Any] | None, allowed: frozenset[str]) -> bool:
-    """Whether a verified client certificate names one of ``allowed`` (DNS, IP, e-mail or URI)."""
-    names = [value for _kind, value in (cert or {}).get("subjectAltName", ())]
-    return any(name in allowed for name in names)
+    """Whether a verified client certificate names one of ``allowed`` (DNS, IP, e-mail or URI); IP
+    addresses compare as addresses (Python spells IPv6 SANs ``2001:DB8:0:0:...``)."""
+    addresses = {_address(name) for name in allowed} - {None}
+    for kind, value in (cert or {}).get("subjectAltName", ()):
+        if value in allowed or (kind == "IP Address" and _address(value) in addresses):
+            return True
+    return False
+
+
+def _address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        return ipaddress.ip_address(text.strip())
+    except ValueError:
+        return None
 
 
 class _QuietHandler(WSGIRequestHandler):
@@ -277,7 +292,7 @@ class _QuietHandler(WSGIRequestHandler):
     def parse_request(self) -> bool:
         parsed = super().parse_request()
         if parsed:  # the headers are in: the rest of the exchange gets the longer deadline
-            if self.path.split("?", 1)[0] not in PRE_RENDERED:
+            if self.path not in PRE_RENDERED:  # /metrics?name[]=... renders afresh: it waits
                 self.server.budget.wait()
             self.server.watchdog.arm(self.connection, self.server.exchange_timeout)
         return parsed

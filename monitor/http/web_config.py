@@ -188,10 +188,13 @@ class WebConfigFileModel(_Strict):
 class BasicAuthUsers:
     """Checks ``Authorization: Basic`` headers against bcrypt hashes, caching what it verified.
 
-    bcrypt is slow on purpose (~50 ms at cost 10); as exporter-toolkit does, each (user, hash,
-    password) verified is remembered under a SHA-256 of the three, so a scraper pays it once. An
-    unknown user is checked against a throw-away hash all the same, so the time taken does not tell
-    which user names exist.
+    bcrypt is slow on purpose (~60 ms at cost 10); as exporter-toolkit does, each (user, hash,
+    password) verified is remembered under a SHA-256 of the three, so a scraper pays it once. Only
+    successes are remembered (wrong passwords cannot push a scraper's entry out), and one check at a
+    time runs (a flood of wrong passwords costs at most one core, never the evaluations' interpreter:
+    bcrypt releases it). An unknown user is checked against a throw-away hash all the same, so the
+    time taken does not tell which user names exist. Passwords count their first 72 bytes, as Go's
+    bcrypt (and so node_exporter and Prometheus) do.
     """
 
     _MAX_CACHED = 256
@@ -201,8 +204,9 @@ class BasicAuthUsers:
 
         self._bcrypt = bcrypt
         self._users = users
-        self._cache: dict[bytes, bool] = {}
+        self._cache: set[bytes] = set()
         self._lock = threading.Lock()
+        self._checking = threading.Lock()  # one bcrypt at a time
         self._dummy = bcrypt.hashpw(b"fairwatch", bcrypt.gensalt(rounds=10))
 
     def __bool__(self) -> bool:
@@ -216,19 +220,23 @@ class BasicAuthUsers:
         hashed = self._users.get(user)
         known = hashed is not None
         hashed = hashed if hashed is not None else self._dummy
-        key = hashlib.sha256(b"\0".join((user.encode(), hashed, password.encode()))).digest()
+        secret = password.encode()[:72]
+        key = hashlib.sha256(b"\0".join((user.encode(), hashed, secret))).digest()
         with self._lock:
-            cached = self._cache.get(key)
-        if cached is None:
+            if key in self._cache:
+                return user if known else None
+        with self._checking:
             try:
-                cached = self._bcrypt.checkpw(password.encode(), hashed)
+                good = self._bcrypt.checkpw(secret, hashed)
             except ValueError:  # a hash bcrypt cannot read (validated on load; belt and braces)
-                cached = False
-            with self._lock:
-                if len(self._cache) >= self._MAX_CACHED:
-                    self._cache.clear()
-                self._cache[key] = cached
-        return user if cached and known else None
+                good = False
+        if not (good and known):
+            return None
+        with self._lock:
+            if len(self._cache) >= self._MAX_CACHED:
+                self._cache.clear()
+            self._cache.add(key)
+        return user
 
 
 def _basic_credentials(header: str | None) -> tuple[str | None, str | None]:
@@ -459,11 +467,19 @@ class WebConfigFile:
                 return self._config
             try:
                 config = load_web_config(self.path)
+                if self._config.tls is not None and config.tls is None:
+                    raise ConfigError(
+                        f"web config {self.path}: tls_server_config removed while serving TLS: a port "
+                        "never turns plain HTTP by an edit (restart to serve plain HTTP)"
+                    )
             except ConfigError as exc:
                 self._failed = signature
                 log.error("web config changed but does not load, keeping the one in force: %s", exc)
                 return self._config
-            self._config, self._signature, self._failed = config, _signature(config.files), None
+            # the files as they were before this load: a change made while it ran is seen next time
+            same_files = config.files == self._config.files
+            self._config, self._failed = config, None
+            self._signature = signature if same_files else _signature(config.files)
             log.info("web config reloaded from %s", self.path)
             return config
 

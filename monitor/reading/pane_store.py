@@ -71,6 +71,7 @@ FORMAT = 2  # 2: the model and fingerprint in each file's metadata
 _META = b"fairwatch.pane"
 _SUFFIX = ".arrow"
 _FINGERPRINT = re.compile(r"^[0-9a-f]{16}$")
+_PANE_STEM = re.compile(r"-?[0-9]{1,12}", re.ASCII)  # a pane file's name: its start, Unix seconds
 _PLAIN_NAME = re.compile(r"[a-z0-9_.:-]{1,100}")  # a model's folder under its own name
 _WRITE_OPTIONS = pa.ipc.IpcWriteOptions(compression="zstd")  # counts shrink ~14x (a 24 h window: 41 -> 3 MB)
 # what names the rows a source reads (not how: timeouts, Arrow or not, Spark session settings)
@@ -110,6 +111,7 @@ class StoredPane:
     frame: pd.DataFrame
     rows: int
     flagged: frozenset[str]
+    written: datetime | None = None  # when its file was last written (its counts read then, or later)
 
 
 class _Unwritable(Exception):
@@ -242,7 +244,7 @@ class PaneStore:
         return [
             datetime.fromtimestamp(int(path.stem), UTC)
             for path in self._folder.glob(f"*{_SUFFIX}")
-            if path.stem.lstrip("-").isdigit()
+            if _PANE_STEM.fullmatch(path.stem)
         ]
 
     def _path(self, pane: datetime) -> Path:
@@ -313,7 +315,7 @@ class _FolderLock:
         with cls._guard:
             held = cls._held.get(real)
             if held is None:
-                fd = os.open(real, os.O_RDWR | os.O_CREAT, 0o644)
+                fd = os.open(real, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except OSError:
@@ -469,7 +471,8 @@ def _read(path: Path, size: timedelta, model: str, fingerprint: str) -> StoredPa
     rows = int(meta["rows"])
     if int(frame[WEIGHT].sum()) != rows:
         raise ValueError("its counts do not add up to its row total")
-    return StoredPane(pane, frame, rows, frozenset(meta["flagged"]))
+    written = datetime.fromtimestamp(path.stat().st_mtime, UTC)
+    return StoredPane(pane, frame, rows, frozenset(meta["flagged"]), written)
 
 
 def _remove_folder(folder: Path) -> None:

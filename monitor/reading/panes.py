@@ -135,6 +135,7 @@ class Panes:
                     return None
                 if not self._keep(pane, kept):
                     continue
+                self._verified[pane] = now  # counted whole just now
             usable.append(pane)
         frames = [self._merged(usable, request.ranges)] if usable else []
         rejected: Counter[str] = Counter()
@@ -268,7 +269,8 @@ class Panes:
         for pane in self._verified.keys() - self._kept.keys():
             del self._verified[pane]
         for pane in self._kept:
-            self._verified.setdefault(pane, now)  # just counted (or loaded: due within recheck from now)
+            # not after now: a clock stepped back would leave the panes it stamped never due
+            self._verified[pane] = min(self._verified.get(pane, now), now)
         recheck = self.config.recheck
         if self._verified_at is not None and now > self._verified_at:
             owed = len(self._kept) * ((now - self._verified_at) / recheck)
@@ -321,9 +323,10 @@ class Panes:
         if self._store is None:
             return
         for stored in self._store.load(shape, self.config.size):
-            if self._same_flags(stored.flagged):
-                self._keep(stored.pane, _Kept(stored.frame, stored.rows))
+            if self._same_flags(stored.flagged) and self._keep(stored.pane, _Kept(stored.frame, stored.rows)):
                 self._checked_at = None  # rows may have been written while nobody watched: recheck now
+                if stored.written is not None:  # counted then at the latest: due within recheck of it
+                    self._verified[stored.pane] = stored.written
 
 
 def _same_counts(kept: pd.DataFrame, fresh: pd.DataFrame) -> bool:
@@ -334,16 +337,25 @@ def _same_counts(kept: pd.DataFrame, fresh: pd.DataFrame) -> bool:
 
 
 def _row_hashes(frame: pd.DataFrame) -> np.ndarray:
-    """One 64-bit hash per row, of values made comparable across dtypes (1 and 1.0 alike)."""
-    canonical = pd.DataFrame(
-        {
-            str(c): frame[c].astype("float64")
-            if pd.api.types.is_numeric_dtype(frame[c]) or pd.api.types.is_bool_dtype(frame[c])
-            else frame[c].map(lambda v: None if v is None or v != v else str(v))
-            for c in frame.columns
-        }
-    )
-    return pd.util.hash_pandas_object(canonical, index=False).to_numpy()
+    """One 64-bit hash per row, of values made comparable across dtypes: integers as integers (exact
+    beyond 2**53), other numbers as float64, anything else as text, every missing value alike."""
+
+    def canonical(column: pd.Series) -> pd.Series:
+        if pd.api.types.is_bool_dtype(column) or pd.api.types.is_integer_dtype(column):
+            return column.astype("Int64")
+        if pd.api.types.is_numeric_dtype(column):
+            return column.astype("float64")
+        return column.map(lambda v: None if _missing(v) else str(v)).astype(object)
+
+    both = pd.DataFrame({str(c): canonical(frame[c]) for c in frame.columns})
+    return pd.util.hash_pandas_object(both, index=False).to_numpy()
+
+
+def _missing(value: object) -> bool:
+    try:
+        return bool(pd.isna(value))  # type: ignore[call-overload]
+    except (TypeError, ValueError):  # a list or array: a value
+        return False
 
 
 def _panes(start: datetime, end: datetime, size: timedelta) -> Iterator[datetime]:

@@ -511,3 +511,16 @@ def test_specs_are_complete():
         assert s.requires <= set(rg.INPUTS) and "y_score" in s.requires
         if s.fair_range is not None:
             assert s.fair_range.min <= s.ideal <= s.fair_range.max
+
+
+def test_zscore_difference_of_extreme_predictions_does_not_overflow():
+    """A prediction of 1e200: the squares overflowed and the z-score came out 0. It is scale-free, so
+    the reference is the same hand computation on the predictions divided by 1e200."""
+    import warnings
+
+    y = np.array([1.0, 2.0, 3.0, 2.0, 3.0, 4.0]) * 1e200
+    g = np.array([True, True, True, False, False, False])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        value = regression_zscore_difference(y, g)
+    assert value == pytest.approx(-1.0, rel=1e-12)  # means 2, 3 (x 1e200); pooled sd sqrt(4/4) (x 1e200)

@@ -293,3 +293,27 @@ def test_counting_rows_that_are_nearly_all_distinct_regroups_them_a_logarithmic_
     )
     assert len(merged_sizes) <= 8  # 1 + log2(64), where merging every chunk made 63
     assert sum(merged_sizes) <= 4 * n  # each row regrouped a few times, not once per later chunk
+
+
+def test_the_two_sqlite_libraries_take_turns_on_a_file(tmp_path: Path) -> None:
+    """ADBC's SQLite and Python's are two libraries in one process, and POSIX locks belong to the
+    process: one closing its descriptor drops the other's locks. Every connection to the file, of
+    either, is made under one lock per file - an Arrow read waits while another holds it."""
+    import threading
+
+    from monitor.sources.sql.connection import sqlite_file_lock
+
+    url = _clean_sqlite(tmp_path)
+    settings = config({"kind": "sql", "url": url, "table": "predictions", "arrow": True}, aggregate=False)
+    evaluator = build_evaluators(settings)["tox"]
+    done = threading.Event()
+    try:
+        with sqlite_file_lock(sa.make_url(url)):
+            reader = threading.Thread(target=lambda: (evaluator.evaluate(NOW), done.set()))
+            reader.start()
+            assert not done.wait(1.0)  # held up: the file is another connection's
+        assert done.wait(60)  # released: the read runs
+        reader.join(10)
+        assert evaluator.source.reader == "arrow"  # type: ignore[attr-defined]
+    finally:
+        evaluator.source.close()

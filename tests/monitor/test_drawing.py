@@ -135,8 +135,11 @@ def test_over_budget_the_last_drawing_is_served_at_once() -> None:
             clock.now += 1.0  # each drawing costs a second
             return inner(environ, start_response)
 
+    details = [True]  # the last element of a state: the answer's kind
     app = CachedApp(
-        Costly(), lambda environ: (state[0],), Drawing[Response](0.25, clock=clock, sleep=clock.sleep)
+        Costly(),
+        lambda environ: (state[0], details[0]),
+        Drawing[Response](0.25, clock=clock, sleep=clock.sleep),
     )
     assert _call(app)[1] == b"v1"
     state[0], inner.body = object(), b"v2"
@@ -144,6 +147,10 @@ def test_over_budget_the_last_drawing_is_served_at_once() -> None:
     assert clock.slept == []
     clock.now += 3.0
     assert _call(app)[1] == b"v2" and inner.calls == 2  # the budget allows it again
+    # another kind (error details now hidden): never the stale one, the request waits its turn
+    details[0], inner.body = False, b"v3"
+    assert _call(app)[1] == b"v3" and inner.calls == 3
+    assert clock.slept == [pytest.approx(3.0)]
 
 
 def test_the_cache_is_bounded() -> None:

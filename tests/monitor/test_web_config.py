@@ -348,3 +348,38 @@ def test_inline_certificate_and_key(tmp_path: Path, pki: PKI) -> None:
         assert _get(server.url + "/healthz", context=_context(pki))[0] == 200
     finally:
         server.shutdown()
+
+
+def test_long_passwords_count_their_first_72_bytes_as_go_does() -> None:
+    """bcrypt 5 refuses passwords over 72 bytes; Go's bcrypt (node_exporter, Prometheus) uses their
+    first 72: a long scrape password that works there must work here."""
+    from monitor.http.web_config import BasicAuthUsers
+
+    long = "p" * 100
+    users = BasicAuthUsers({"prometheus": bcrypt.hashpw(long.encode()[:72], bcrypt.gensalt(rounds=4))})
+    header = "Basic " + base64.b64encode(f"prometheus:{long}".encode()).decode()
+    assert users.verify(header) == "prometheus"
+    wrong = "Basic " + base64.b64encode(b"prometheus:" + b"q" * 100).decode()
+    assert users.verify(wrong) is None
+    assert users.verify(wrong) is None  # failures are not remembered, nor are they successes later
+
+
+def test_an_edit_never_turns_a_tls_port_into_plain_http(
+    tls_server: tuple[ServerHandle, Path], pki: PKI, caplog: pytest.LogCaptureFixture
+) -> None:
+    server, web_file = tls_server
+    config = yaml.safe_load(web_file.read_text())
+    del config["tls_server_config"]
+    _write(web_file, config)
+    with caplog.at_level(logging.ERROR, logger="monitor.http.web_config"):
+        assert _get(server.url + "/healthz", context=_context(pki), auth=("prometheus", "s3cret"))[0] == 200
+    assert any("tls_server_config removed while serving TLS" in r.getMessage() for r in caplog.records)
+
+
+def test_ip_sans_compare_as_addresses() -> None:
+    from monitor.http.server import _san_allowed
+
+    cert = {"subjectAltName": (("DNS", "scraper"), ("IP Address", "2001:DB8:0:0:0:0:0:1"))}
+    assert _san_allowed(cert, frozenset({"2001:db8::1"}))  # Python spells IPv6 SANs in full, upper case
+    assert not _san_allowed(cert, frozenset({"2001:db8::2", "other"}))
+    assert _san_allowed(cert, frozenset({"scraper"}))

@@ -35,6 +35,7 @@ from sqlalchemy.dialects import sqlite
 from monitor.core.errors import SourceError
 from monitor.sources.count_sql import DOLLAR_DIALECT, grouped_keys
 from monitor.sources.frames import count_keys
+from monitor.sources.sql.connection import sqlite_file_lock
 
 __all__ = ["ArrowReadTimeout", "ArrowReader", "RowReader"]
 
@@ -84,7 +85,13 @@ class ArrowReader:
             database = url.database or ""
             if not own_statement or database in ("", ":memory:") or database.startswith("file:") or url.query:
                 return None
-            return cls(backend, lambda: _dbapi(module).connect(database), lambda _conn: None)
+
+            @contextmanager
+            def connect() -> Iterator[Any]:  # one SQLite library at a time on the file
+                with sqlite_file_lock(url), _dbapi(module).connect(database) as conn:
+                    yield conn
+
+            return cls(backend, connect, lambda _conn: None)
         if backend == "duckdb":
             return cls(backend, lambda: closing(engine.raw_connection()), lambda _conn: None)
         uri = url.set(drivername="postgresql")

@@ -11,6 +11,7 @@ error without the SQL, its parameters or the password (:func:`short_cause`).
 from __future__ import annotations
 
 import math
+import os
 import threading
 import time
 from collections.abc import Callable, Collection, Iterator
@@ -120,8 +121,8 @@ class Database:
     @contextmanager
     def _connect(self) -> Iterator[Connection]:
         """A connection for one read; on DuckDB, which has no statement timeout, interrupted by a
-        timer at the read's deadline."""
-        with self.engine.connect() as conn:
+        timer at the read's deadline; on a SQLite file, holding the file's lock (:func:`sqlite_file_lock`)."""
+        with sqlite_file_lock(self.url), self.engine.connect() as conn:
             if self.backend != "duckdb":
                 yield conn
                 return
@@ -166,6 +167,32 @@ def short_cause(exc: BaseException, secrets: Collection[str] = ()) -> str:
     lines = str(cause).strip().splitlines()
     text = f"{type(cause).__name__}: {lines[0] if lines else ''}".rstrip(": ")
     return mask(text, secrets)[:300]
+
+
+_FILE_LOCKS: dict[str, threading.RLock] = {}
+_FILE_LOCKS_GUARD = threading.Lock()
+
+
+@contextmanager
+def sqlite_file_lock(url: sa.URL) -> Iterator[None]:
+    """One SQLite library at a time on a database file, in this process.
+
+    The process holds two SQLite libraries - ADBC's, linked into its driver, for Arrow reads, and
+    Python's for every other statement - and POSIX locks belong to the process, not to a library:
+    when one closes its descriptor of the file, the locks the other holds on it are gone, and a
+    writer in another process may then change pages under a read (SQLite's "multiple copies of
+    SQLite linked into the same application"). Every connection to a SQLite file, of either library,
+    is opened, used and closed under this lock (re-entrant: one thread may nest them). Other
+    backends: no lock."""
+    database = (url.database or "") if url.get_backend_name() == "sqlite" else ""
+    if not database or database == ":memory:" or database.startswith("file:"):
+        yield
+        return
+    key = os.path.realpath(database)
+    with _FILE_LOCKS_GUARD:
+        lock = _FILE_LOCKS.setdefault(key, threading.RLock())
+    with lock:
+        yield
 
 
 def engine_options(url: sa.URL, timeout: float) -> dict[str, Any]:
