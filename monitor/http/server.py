@@ -13,7 +13,9 @@ While evaluations run (``busy()``), the workers together may use at most :data:`
 CPU on average (:class:`CpuBudget`, measured per exchange with ``time.thread_time``): a worker waits
 - sleeping, not holding the interpreter - until the budget has refilled before it takes the next
 request, so clients that ask as fast as they are answered slow down instead of the evaluations.
-Idle, the server answers as fast as it can. :data:`PRE_RENDERED` paths never wait.
+Idle, the server answers as fast as it can. At most :data:`ANSWERING` other requests are answered at
+once (the rest wait, asleep), so a scrape competes for the interpreter with those few, not with
+every worker. :data:`PRE_RENDERED` paths never wait.
 
 With a web configuration (:mod:`monitor.http.web_config`) that holds ``tls_server_config``, every
 connection is TLS: the handshake runs in the worker, under the same deadline as the headers, with
@@ -57,6 +59,8 @@ CONNECTION_TIMEOUT = 10.0
 EXCHANGE_TIMEOUT = 60.0
 #: CPU share the HTTP workers may use together while evaluations run.
 HTTP_SHARE = 0.25
+#: Requests other than the pre-rendered ones answered at once (the rest wait, asleep, for their turn).
+ANSWERING = 2
 #: Requests answered from bytes made before the request (a scrape, the probes; exactly these, no query
 #: string): they never wait for the budget, so that Prometheus and the kubelet are answered at once
 #: however busy the rest is.
@@ -172,6 +176,9 @@ class _PooledWSGIServer(WSGIServer):
     exchange_timeout = EXCHANGE_TIMEOUT
     web: WebConfigFile | None = None  # TLS, when its file holds tls_server_config
     budget: CpuBudget = CpuBudget()  # replaced per server by serve()
+    # requests other than PRE_RENDERED being answered at once: a scrape competes for the interpreter
+    # with at most these, not with every worker (replaced per server by serve())
+    answering: threading.BoundedSemaphore = threading.BoundedSemaphore(ANSWERING)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.watchdog = _Watchdog()
@@ -289,13 +296,25 @@ class _QuietHandler(WSGIRequestHandler):
     timeout = CONNECTION_TIMEOUT  # StreamRequestHandler sets it on the connection
     server: _PooledWSGIServer
 
+    _answering = False  # holds one of the server's answering slots
+
     def parse_request(self) -> bool:
         parsed = super().parse_request()
         if parsed:  # the headers are in: the rest of the exchange gets the longer deadline
             if self.path not in PRE_RENDERED:  # /metrics?name[]=... renders afresh: it waits
                 self.server.budget.wait()
+                self.server.answering.acquire()
+                self._answering = True
             self.server.watchdog.arm(self.connection, self.server.exchange_timeout)
         return parsed
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            if self._answering:
+                self._answering = False
+                self.server.answering.release()
 
     def get_environ(self) -> dict[str, Any]:
         environ = super().get_environ()
@@ -371,6 +390,7 @@ def serve(
     Server.request_timeout, Server.exchange_timeout = connection_timeout, exchange_timeout
     Server.web = web
     Server.budget = CpuBudget(http_share, busy=busy)
+    Server.answering = threading.BoundedSemaphore(ANSWERING)
 
     class Handler(_QuietHandler):
         timeout = connection_timeout

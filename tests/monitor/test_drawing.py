@@ -188,3 +188,49 @@ def test_the_cpu_budget_holds_workers_only_while_evaluations_run() -> None:
     budget.spend(0.3)  # 0.25 - 0.3 < 0: waits again
     budget.wait()
     assert sum(clock.slept[slept:]) == pytest.approx(0.2, abs=0.01)
+
+
+def test_a_scrape_never_waits_for_the_answering_slots() -> None:
+    """At most ANSWERING requests other than /metrics and the probes are answered at once; the rest
+    wait asleep for a turn, and a scrape is answered meanwhile."""
+    import urllib.request
+
+    from monitor.http.server import ANSWERING, serve
+
+    release = threading.Event()
+    inside: list[str] = []
+
+    def app(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        path = environ["PATH_INFO"]
+        if path == "/slow":
+            inside.append(path)
+            release.wait(20)
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return [path.encode()]
+
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    server = serve(app, "127.0.0.1", 0)
+    try:
+        get = lambda path: opener.open(server.url + path, timeout=30).read()  # noqa: E731
+        slow = [threading.Thread(target=get, args=("/slow",)) for _ in range(ANSWERING)]
+        for t in slow:
+            t.start()
+        deadline = time.monotonic() + 10
+        while len(inside) < ANSWERING and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(inside) == ANSWERING  # every slot taken
+        waiting: list[bytes] = []
+        queued = threading.Thread(target=lambda: waiting.append(get("/api/v1/results")))
+        queued.start()
+        assert get("/metrics") == b"/metrics"  # a scrape: at once
+        assert get("/healthz") == b"/healthz"
+        queued.join(0.5)
+        assert queued.is_alive() and not waiting  # the third waits for a turn
+        release.set()
+        queued.join(20)
+        assert waiting == [b"/api/v1/results"]
+        for t in slow:
+            t.join(20)
+    finally:
+        release.set()
+        server.shutdown()
