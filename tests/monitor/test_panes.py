@@ -288,6 +288,14 @@ def test_a_clock_that_moved_back_neither_uses_panes_it_no_longer_seals_nor_delay
     assert through.evaluate(due).late_rows == 10
 
 
+def on_disk(store: Store, directory: Path) -> Evaluator:
+    """The model through panes kept in ``directory`` too, as the service keeps them (closed at teardown)."""
+    settings = config(store.source, aggregate=True, panes={**PANES, "directory": str(directory)})
+    evaluator = build_evaluators(settings, persist_panes=True)["tox"]
+    OPEN.append(evaluator)
+    return evaluator
+
+
 def _insert_from_another_process(path: str, rows: pd.DataFrame, folder: Path) -> None:
     """The late rows written by another process (a model server), as sqlite_store's append would."""
     import subprocess
@@ -321,13 +329,7 @@ def test_late_rows_are_found_in_every_journal_mode(tmp_path: Path, journal: str,
         assert conn.execute(f"PRAGMA journal_mode={journal}").fetchone()[0] == journal
     directory = tmp_path / "panes"
 
-    def through_panes() -> Evaluator:
-        settings = config(store.source, aggregate=True, panes={**PANES, "directory": str(directory)})
-        evaluator = build_evaluators(settings, persist_panes=True)["tox"]
-        OPEN.append(evaluator)
-        return evaluator
-
-    through, whole = through_panes(), evaluators(store)[1]
+    through, whole = on_disk(store, directory), evaluators(store)[1]
     for tick in TICKS[:3]:
         through.evaluate(tick)
 
@@ -350,7 +352,7 @@ def test_late_rows_are_found_in_every_journal_mode(tmp_path: Path, journal: str,
     # a restart: late rows written while the service was down are found at its first tick
     through.source.close()
     write(late_rows(2))
-    restarted = through_panes()
+    restarted = on_disk(store, directory)
     after = restarted.evaluate(folded_at + timedelta(minutes=1))
     assert after.late_rows == 25
     assert same_report(after) == same_report(whole.evaluate(folded_at + timedelta(minutes=1)))
@@ -367,13 +369,7 @@ def test_rows_changed_in_a_sealed_pane_are_found_within_one_recheck(tmp_path: Pa
     path = store.source["url"].removeprefix("sqlite:///")
     directory = tmp_path / "panes"
 
-    def through_panes() -> Evaluator:
-        settings = config(store.source, aggregate=True, panes={**PANES, "directory": str(directory)})
-        evaluator = build_evaluators(settings, persist_panes=True)["tox"]
-        OPEN.append(evaluator)
-        return evaluator
-
-    through, whole = through_panes(), evaluators(store)[1]
+    through, whole = on_disk(store, directory), evaluators(store)[1]
     for tick in TICKS[:3]:
         through.evaluate(tick)
     assert through.panes is not None
@@ -429,7 +425,7 @@ def test_rows_changed_in_a_sealed_pane_are_found_within_one_recheck(tmp_path: Pa
     # a restart: rows changed while the service was down are found within one recheck of its start
     through.close()
     assert alter(2) >= 10
-    restarted = through_panes()
+    restarted = on_disk(store, directory)
     after = [restarted.evaluate(found_by + timedelta(minutes=m)) for m in (1, 16, 31, 46)]
     assert sum(r.changed_panes for r in after) >= 1
     assert same_report(after[-1]) == same_report(whole.evaluate(found_by + timedelta(minutes=46)))

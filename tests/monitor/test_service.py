@@ -41,20 +41,22 @@ def drifting_log(hours: int = 12, per_hour: int = 3000, bias_from: int = 4, seed
     )
 
 
+def model_config(name: str) -> dict[str, Any]:
+    """A memory-source model of the drifting log, evaluated every 10 minutes over one hour."""
+    return {
+        "name": name,
+        "source": {"kind": "memory", "name": name},
+        "columns": {"id": "id", "timestamp": "ts", "score": "score", "label": "label"},
+        "groups": [{"attribute": "identity", "kind": "indicator", "columns": ["g"]}],
+        "windows": [{"name": "1h", "length": "1h"}],
+        "interval": "10m",
+        "min_samples": 50,
+        "metrics": ["bpsn_auc", "negative_aeg", "statistical_parity_difference"],
+    }
+
+
 def make_monitor(frames: dict[str, pd.DataFrame], *, for_: str = "30m") -> tuple[Runner, FakeClock, Any, Any]:
-    models = [
-        {
-            "name": name,
-            "source": {"kind": "memory", "name": name},
-            "columns": {"id": "id", "timestamp": "ts", "score": "score", "label": "label"},
-            "groups": [{"attribute": "identity", "kind": "indicator", "columns": ["g"]}],
-            "windows": [{"name": "1h", "length": "1h"}],
-            "interval": "10m",
-            "min_samples": 50,
-            "metrics": ["bpsn_auc", "negative_aeg", "statistical_parity_difference"],
-        }
-        for name in frames
-    ]
+    models = [model_config(name) for name in frames]
     settings = settings_from_dict({"models": models, "alerts": {"for": for_}})
     sources = {name: MemorySource(f, timestamp_column="ts") for name, f in frames.items()}
     clock = FakeClock(T0 + timedelta(hours=1))
@@ -228,17 +230,9 @@ def test_alerts_log_false_silences_every_alert_line(
     from monitor.app import build_app
 
     frame = drifting_log()
-    model = {
-        "name": "tox",
-        "source": {"kind": "memory", "name": "tox"},
-        "columns": {"id": "id", "timestamp": "ts", "score": "score", "label": "label"},
-        "groups": [{"attribute": "identity", "kind": "indicator", "columns": ["g"]}],
-        "windows": [{"name": "1h", "length": "1h"}],
-        "interval": "10m",
-        "min_samples": 50,
-        "metrics": ["bpsn_auc", "negative_aeg", "statistical_parity_difference"],
-    }
-    settings = settings_from_dict({"models": [model], "alerts": {"for": "1h", "log": log_alerts}})
+    settings = settings_from_dict(
+        {"models": [model_config("tox")], "alerts": {"for": "1h", "log": log_alerts}}
+    )
     clock = FakeClock(T0 + timedelta(hours=5))
     app = build_app(settings, clock=clock, memory_sources={"tox": MemorySource(frame, timestamp_column="ts")})
     try:
