@@ -298,7 +298,8 @@ def test_counting_rows_that_are_nearly_all_distinct_regroups_them_a_logarithmic_
 def test_the_two_sqlite_libraries_take_turns_on_a_file(tmp_path: Path) -> None:
     """ADBC's SQLite and Python's are two libraries in one process, and POSIX locks belong to the
     process: one closing its descriptor drops the other's locks. Every connection to the file, of
-    either, is made under one lock per file - an Arrow read waits while another holds it."""
+    either, is made in its library's turn - an Arrow read waits while Python's connections are open
+    (the read's own plan, made on a Python connection, shares their turn and goes ahead)."""
     import threading
 
     from monitor.sources.sql.connection import sqlite_file_lock
@@ -308,12 +309,81 @@ def test_the_two_sqlite_libraries_take_turns_on_a_file(tmp_path: Path) -> None:
     evaluator = build_evaluators(settings)["tox"]
     done = threading.Event()
     try:
-        with sqlite_file_lock(sa.make_url(url)):
+        with sqlite_file_lock(sa.make_url(url), "python"):
             reader = threading.Thread(target=lambda: (evaluator.evaluate(NOW), done.set()))
             reader.start()
-            assert not done.wait(1.0)  # held up: the file is another connection's
-        assert done.wait(60)  # released: the read runs
+            assert not done.wait(1.0)  # held up: Python's connection is open on the file
+        assert done.wait(60)  # its turn: the read runs
         reader.join(10)
         assert evaluator.source.reader == "arrow"  # type: ignore[attr-defined]
     finally:
         evaluator.source.close()
+
+
+class TestLibraryTurns:
+    """Connections of one library share the file; the other library waits, in arrival order."""
+
+    @staticmethod
+    def _enter_in_thread(turns: Any, library: str, log: list[str], leave: Any) -> Any:
+        import threading
+
+        entered = threading.Event()
+
+        def run() -> None:
+            with turns.turn(library):
+                log.append(library)
+                entered.set()
+                leave.wait(30)
+
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        return thread, entered
+
+    def test_one_librarys_connections_overlap(self) -> None:
+        import threading
+
+        from monitor.sources.sql.connection import LibraryTurns
+
+        turns, log, leave = LibraryTurns(), [], threading.Event()
+        threads = [self._enter_in_thread(turns, "adbc", log, leave) for _ in range(3)]
+        assert all(entered.wait(5) for _, entered in threads)  # all three inside at once
+        leave.set()
+        for thread, _ in threads:
+            thread.join(5)
+
+    def test_the_other_library_waits_and_is_not_overtaken(self) -> None:
+        import threading
+        import time
+
+        from monitor.sources.sql.connection import LibraryTurns
+
+        turns, log = LibraryTurns(), []
+        leave_python, leave_adbc = threading.Event(), threading.Event()
+        first, first_in = self._enter_in_thread(turns, "python", log, leave_python)
+        assert first_in.wait(5)
+        waiting, waiting_in = self._enter_in_thread(turns, "adbc", log, leave_adbc)
+        assert not waiting_in.wait(0.5)  # Python's connection is open
+        time.sleep(0.1)
+        leave_late = threading.Event()
+        late, late_in = self._enter_in_thread(turns, "python", log, leave_late)
+        assert not late_in.wait(0.5)  # would share the open turn, but ADBC came first
+        leave_python.set()
+        assert waiting_in.wait(5)
+        assert not late_in.wait(0.3)  # now ADBC's connection is open
+        leave_adbc.set()
+        assert late_in.wait(5)
+        assert log == ["python", "adbc", "python"]
+        leave_late.set()
+        for thread in (first, waiting, late):
+            thread.join(5)
+
+    def test_a_thread_nests_one_library_and_never_mixes_them(self) -> None:
+        from monitor.sources.sql.connection import LibraryTurns
+
+        turns = LibraryTurns()
+        with turns.turn("python"), turns.turn("python"):
+            with pytest.raises(RuntimeError, match="python SQLite connection is open"):
+                with turns.turn("adbc"):
+                    pass
+        with turns.turn("adbc"):  # every turn was given back
+            pass

@@ -35,7 +35,7 @@ from sqlalchemy.dialects import sqlite
 from monitor.core.errors import SourceError
 from monitor.sources.count_sql import DOLLAR_DIALECT, grouped_keys
 from monitor.sources.frames import count_keys
-from monitor.sources.sql.connection import sqlite_file_lock
+from monitor.sources.sql.connection import Connect, sqlite_file_lock
 
 __all__ = ["ArrowReadTimeout", "ArrowReader", "RowReader"]
 
@@ -88,7 +88,7 @@ class ArrowReader:
 
             @contextmanager
             def connect() -> Iterator[Any]:  # one SQLite library at a time on the file
-                with sqlite_file_lock(url), _dbapi(module).connect(database) as conn:
+                with sqlite_file_lock(url, "adbc"), _dbapi(module).connect(database) as conn:
                     yield conn
 
             return cls(backend, connect, lambda _conn: None)
@@ -200,6 +200,11 @@ def _duckdb_dialect() -> sa.Dialect:
     return Dialect(paramstyle="numeric_dollar")
 
 
+def _read_sql(statement: sa.Select[Any] | sa.TextClause, connect: Connect) -> pd.DataFrame:
+    with connect() as conn:
+        return pd.read_sql(statement, conn)
+
+
 def _dbapi(module: str) -> Any:
     return importlib.import_module(f"{module}.dbapi")
 
@@ -235,42 +240,45 @@ class RowReader:
         return "pandas" if self._arrow is None else "arrow"
 
     def rows(
-        self, conn: sa.Connection, statement: sa.Select[Any] | sa.TextClause, *, text: Collection[str] | None
+        self, connect: Connect, statement: sa.Select[Any] | sa.TextClause, *, text: Collection[str] | None
     ) -> pd.DataFrame:
-        """The statement's rows (``text``: see :meth:`ArrowReader.read`)."""
+        """The statement's rows (``text``: see :meth:`ArrowReader.read`); ``connect`` opens the
+        read's SQLAlchemy connections (no other connection of the source is open meanwhile)."""
         if self._arrow is None:
-            return pd.read_sql(statement, conn)
+            return _read_sql(statement, connect)
         try:
             frame = self._arrow.read(statement, self._deadline(), text=text)
         except Exception as exc:
-            frame = pd.read_sql(statement, self._arrow_failed(exc, conn))
+            self._arrow_failed(exc)
+            frame = _read_sql(statement, connect)
             self._give_up(exc, "reading rows through pandas")
             return frame
         self._strikes = 0
         return frame
 
     def counts(
-        self, conn: sa.Connection, keys: sa.Select[Any], *, text: Collection[str], in_python: bool
+        self, connect: Connect, keys: sa.Select[Any], *, text: Collection[str], in_python: bool
     ) -> pd.DataFrame:
         """``keys`` (each row's keys: the ungrouped count statement) counted: by pandas' hash grouping
         over Arrow chunks ``in_python`` (where the database's own ``GROUP BY`` is the slow part:
         SQLite sorts every row), else by the database, its combinations read as Arrow columns."""
         if self._arrow is None:
-            return pd.read_sql(grouped_keys(keys), conn)
+            return _read_sql(grouped_keys(keys), connect)
         try:
             if in_python:
                 frame = count_keys(self._arrow.read_chunks(keys, self._deadline(), text=text))
             else:
                 frame = self._arrow.read(grouped_keys(keys), self._deadline())
         except Exception as exc:
-            frame = pd.read_sql(grouped_keys(keys), self._arrow_failed(exc, conn))
+            self._arrow_failed(exc)
+            frame = _read_sql(grouped_keys(keys), connect)
             self._give_up(exc, "counting in the database")
             return frame
         self._strikes = 0
         return frame
 
-    def _arrow_failed(self, exc: Exception, conn: sa.Connection) -> sa.Connection:
-        """A timeout fails the read; anything else is read again through SQLAlchemy on ``conn``."""
+    def _arrow_failed(self, exc: Exception) -> None:
+        """A timeout fails the read; anything else is read again through SQLAlchemy."""
         if (
             isinstance(exc, ArrowReadTimeout)
             or time.monotonic() > self._deadline()
@@ -281,7 +289,6 @@ class RowReader:
                 f"source.timeout ({self._timeout:g} s)"
             ) from None
         self._failure = self._cause(exc)
-        return conn
 
     def _give_up(self, exc: Exception, instead: str) -> None:
         self._strikes += 1

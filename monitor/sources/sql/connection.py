@@ -15,7 +15,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Collection, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,11 @@ from sqlalchemy.engine import Connection, Engine
 from monitor.core.errors import SourceError
 from monitor.core.secrets import mask
 
-__all__ = ["Database", "engine_options", "short_cause"]
+__all__ = ["Connect", "Database", "LibraryTurns", "engine_options", "short_cause", "sqlite_file_lock"]
+
+
+Connect = Callable[[], AbstractContextManager[Connection]]
+"""Opens a connection for one part of a read (:meth:`Database.reading`)."""
 
 
 class Database:
@@ -59,8 +63,10 @@ class Database:
         return time.monotonic() > self.deadline
 
     @contextmanager
-    def reading(self, forget: Callable[[], None]) -> Iterator[Connection]:
-        """A connection for one read, under a fresh deadline. Every failure to read is a source
+    def reading(self, forget: Callable[[], None]) -> Iterator[Connect]:
+        """One read, under a fresh deadline: yields ``connect``, which opens a connection for a part
+        of it (plan the statement on one, close it, then read through Arrow: on a SQLite file the
+        two libraries take turns, :func:`sqlite_file_lock`). Every failure to read is a source
         failure, however the driver's error comes back (SQLAlchemy's, or wrapped by pandas:
         ``pandas.errors.DatabaseError`` for "database is locked"); ``forget`` runs first, since the
         schema may have changed under us. The chained error would carry the SQL and its
@@ -68,8 +74,7 @@ class Database:
         self.check_file()
         self.deadline, self._interrupted = time.monotonic() + self.timeout, False
         try:
-            with self._connect() as conn:
-                yield conn
+            yield self._connect
         except SourceError:
             raise
         except Exception as exc:
@@ -122,7 +127,7 @@ class Database:
     def _connect(self) -> Iterator[Connection]:
         """A connection for one read; on DuckDB, which has no statement timeout, interrupted by a
         timer at the read's deadline; on a SQLite file, holding the file's lock (:func:`sqlite_file_lock`)."""
-        with sqlite_file_lock(self.url), self.engine.connect() as conn:
+        with sqlite_file_lock(self.url, "python"), self.engine.connect() as conn:
             if self.backend != "duckdb":
                 yield conn
                 return
@@ -169,29 +174,90 @@ def short_cause(exc: BaseException, secrets: Collection[str] = ()) -> str:
     return mask(text, secrets)[:300]
 
 
-_FILE_LOCKS: dict[str, threading.RLock] = {}
-_FILE_LOCKS_GUARD = threading.Lock()
+class LibraryTurns:
+    """Connections of one SQLite library at a time on a file, any number of that library at once.
+
+    Waiters queue in arrival order; the waiters at the head of the queue that use one library enter
+    together once the file is free of the other's, so neither library waits for ever behind a
+    stream of the other's reads. A thread that holds a library's turn may take it again (nested
+    connections of one library); asking for the other library's while holding one is a bug.
+    """
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._library: str | None = None  # the library whose connections are open, if any
+        self._holders = 0
+        self._queue: list[tuple[str, object]] = []
+        self._mine = threading.local()  # library -> this thread's nesting depth
+
+    @contextmanager
+    def turn(self, library: str) -> Iterator[None]:
+        depth: dict[str, int] = self._mine.__dict__.setdefault("depth", {})
+        held = [name for name, n in depth.items() if n]
+        if held and held != [library]:
+            raise RuntimeError(f"a {held[0]} SQLite connection is open in this thread; {library}'s must wait")
+        if not held:
+            self._enter(library)
+        depth[library] = depth.get(library, 0) + 1
+        try:
+            yield
+        finally:
+            depth[library] -= 1
+            if not depth[library]:
+                self._leave()
+
+    def _enter(self, library: str) -> None:
+        token = object()
+        with self._changed:
+            self._queue.append((library, token))
+            try:
+                self._changed.wait_for(lambda: self._may_enter(library, token))
+            finally:
+                self._queue.remove((library, token))
+            self._library = library
+            self._holders += 1
+            self._changed.notify_all()  # the next waiters of this library may enter with it
+
+    def _may_enter(self, library: str, token: object) -> bool:
+        for name, waiter in self._queue:
+            if name != library:
+                return False  # someone of the other library came first
+            if waiter is token:
+                break
+        return self._holders == 0 or self._library == library
+
+    def _leave(self) -> None:
+        with self._changed:
+            self._holders -= 1
+            if not self._holders:
+                self._library = None
+                self._changed.notify_all()
+
+
+_FILE_TURNS: dict[str, LibraryTurns] = {}
+_FILE_TURNS_GUARD = threading.Lock()
 
 
 @contextmanager
-def sqlite_file_lock(url: sa.URL) -> Iterator[None]:
-    """One SQLite library at a time on a database file, in this process.
+def sqlite_file_lock(url: sa.URL, library: str) -> Iterator[None]:
+    """One SQLite library at a time on a database file, in this process (:class:`LibraryTurns`).
 
-    The process holds two SQLite libraries - ADBC's, linked into its driver, for Arrow reads, and
-    Python's for every other statement - and POSIX locks belong to the process, not to a library:
-    when one closes its descriptor of the file, the locks the other holds on it are gone, and a
-    writer in another process may then change pages under a read (SQLite's "multiple copies of
-    SQLite linked into the same application"). Every connection to a SQLite file, of either library,
-    is opened, used and closed under this lock (re-entrant: one thread may nest them). Other
+    The process holds two SQLite libraries - ADBC's, linked into its driver (``library="adbc"``),
+    for Arrow reads, and Python's (``"python"``) for every other statement - and POSIX locks belong
+    to the process, not to a library: when one closes its descriptor of the file, the locks the
+    other holds on it are gone, and a writer in another process may then change pages under a read
+    (SQLite's "multiple copies of SQLite linked into the same application"). Every connection to a
+    SQLite file, of either library, is opened, used and closed in its library's turn. Connections
+    of one library share its turn: one library keeps its own connections' locks right. Other
     backends: no lock."""
     database = (url.database or "") if url.get_backend_name() == "sqlite" else ""
     if not database or database == ":memory:" or database.startswith("file:"):
         yield
         return
     key = os.path.realpath(database)
-    with _FILE_LOCKS_GUARD:
-        lock = _FILE_LOCKS.setdefault(key, threading.RLock())
-    with lock:
+    with _FILE_TURNS_GUARD:
+        turns = _FILE_TURNS.setdefault(key, LibraryTurns())
+    with turns.turn(library):
         yield
 
 

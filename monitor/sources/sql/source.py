@@ -39,7 +39,7 @@ from monitor.sources.contract import Batch, CountRequest, Source
 from monitor.sources.count_sql import unpack
 from monitor.sources.frames import counted_batch, filter_window, flaggable
 from monitor.sources.sql.arrow import ArrowReader, RowReader
-from monitor.sources.sql.connection import Database
+from monitor.sources.sql.connection import Connect, Database
 from monitor.sources.sql.labels import latest_labels, with_labels
 from monitor.sources.sql.schema import TableSchema, reflect
 from monitor.sources.sql.statements import (
@@ -129,16 +129,17 @@ class SqlSource:
         self._db.close()
 
     def read(self, start: datetime, end: datetime) -> Batch:
-        with self._db.reading(self._forget) as conn:
+        with self._db.reading(self._forget) as connect:
             if self._query is not None and self._placeholders:
                 statement: sa.Select[Any] | sa.TextClause = placeholder_statement(
                     self._query, self.config.timestamp_format, start, end, sqlite=self._db.is_sqlite
                 )
             else:
-                source = self._selectable(conn)
-                encoding = (
-                    self._timestamps.detect(conn, source) if self.timestamp_column is not None else None
-                )
+                with connect() as conn:
+                    source = self._selectable(conn)
+                    encoding = (
+                        self._timestamps.detect(conn, source) if self.timestamp_column is not None else None
+                    )
                 keep = model_condition(source, self._model, self._schema if self._query is None else None)
                 statement = rows_statement(
                     source, self.timestamp_column, encoding, start, end, sqlite=self._db.is_sqlite, keep=keep
@@ -148,7 +149,7 @@ class SqlSource:
                 if self._db.is_sqlite
                 else None
             )
-            frame = self._reader.rows(conn, statement, text=text)
+            frame = self._reader.rows(connect, statement, text=text)
         if self.timestamp_column is None:
             return Batch(frame)
         return filter_window(frame, self.timestamp_column, start, end)
@@ -164,14 +165,15 @@ class SqlSource:
         names it); the labels of another table cannot be joined as the row path joins them.
         """
 
-        def counted(conn: Connection) -> Batch | None:
-            built = self._count_statement(conn, request, start, end, grouped=False)
+        def counted(connect: Connect) -> Batch | None:
+            with connect() as conn:
+                built = self._count_statement(conn, request, start, end, grouped=False)
             if built is None:
                 return None
             keys, flagged, text, packed = built
             # SQLite's GROUP BY sorts every row (~6 s per million): there each row's keys come as
             # Arrow columns and pandas' hash grouping counts them (the same combinations and counts)
-            frame = self._reader.counts(conn, keys, text=text, in_python=self._db.is_sqlite)
+            frame = self._reader.counts(connect, keys, text=text, in_python=self._db.is_sqlite)
             return counted_batch(frame if packed is None else unpack(frame, packed), request, flagged)
 
         batch = self._counting(counted)
@@ -199,9 +201,10 @@ class SqlSource:
         """The number of rows in each of ``request``'s time ranges (within ``[start, end)``), in one
         statement that returns one row; ``None`` where :meth:`read_counts` would be ``None``."""
 
-        def totals(conn: Connection) -> tuple[int, ...] | None:
-            built = self._count_statement(conn, request, start, end, totals=True)
-            return None if built is None else tuple(int(n) for n in conn.execute(built[0]).one())
+        def totals(connect: Connect) -> tuple[int, ...] | None:
+            with connect() as conn:
+                built = self._count_statement(conn, request, start, end, totals=True)
+                return None if built is None else tuple(int(n) for n in conn.execute(built[0]).one())
 
         return self._counting(totals)
 
@@ -242,14 +245,14 @@ class SqlSource:
 
     # -- internals --------------------------------------------------------------------------------
 
-    def _counting(self, count: Callable[[Connection], _T | None]) -> _T | None:
+    def _counting(self, count: Callable[[Connect], _T | None]) -> _T | None:
         """Run ``count`` on a connection under the source's deadline (``None``: read rows instead)."""
         if not self.config.aggregate or (self._query is not None and self._placeholders):
             why = "source.aggregate is off" if not self.config.aggregate else "the query binds :start/:end"
             self._rows_instead(why)
             return None
-        with self._db.reading(self._forget) as conn:
-            result = count(conn)
+        with self._db.reading(self._forget) as connect:
+            result = count(connect)
             if result is None:
                 return None
         self._counts_unavailable = None
