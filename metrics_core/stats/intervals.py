@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import math
+from statistics import NormalDist
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -42,15 +43,14 @@ Interval = tuple[FloatArray, FloatArray]
 def z_value(level: float) -> float:
     """Two-sided standard normal quantile: 1.959964 for ``level=0.95``.
 
-    scipy is imported here, not at module level: ``import metrics_core`` stays light for
-    callers that only read the registry (``fairwatch metrics``, ``validate``).
+    The standard library's quantile (Wichura's AS 241, as ``scipy.special.ndtri``; the two agree
+    within 1e-15 relative): importing ``scipy.special`` for it would cost a whole evaluation
+    ~0.2 s.
 
     >>> round(z_value(0.95), 6)
     1.959964
     """
-    from scipy.special import ndtri
-
-    return float(ndtri(0.5 + check_level(level) / 2))
+    return NormalDist().inv_cdf(0.5 + check_level(level) / 2)
 
 
 def bonferroni_level(level: float, n_comparisons: int) -> float:
