@@ -125,7 +125,9 @@ class App:
             id=_DISPATCH,
             executor=_DISPATCH,
             next_run_time=datetime.now(UTC),
-            max_instances=1,
+            # a tick starved of the GIL for a moment by busy workers must not log APScheduler's
+            # "maximum number of running instances reached": the ticks take the dispatcher's lock in turn
+            max_instances=4,
             coalesce=True,
         )
         self.scheduler.start()

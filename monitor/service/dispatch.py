@@ -10,6 +10,13 @@ before one that was just evaluated, whatever the config order. A model is never 
 once, and never dropped: a tick missed while it waited for a worker (``busy``) or while its own
 evaluation ran (``slow``) is counted (``fairwatch_evaluation_skipped_total{model,reason}``) and said
 in the log, and the model's next tick is its first one still ahead.
+
+Every model is evaluated at start-up; its ticks then fall at its own *phase* of the interval - the
+models spread evenly over it in config order, as Prometheus spreads its targets' scrapes - so that
+each interval's work is spread over the interval instead of queueing in one burst. (Ticks anchored
+at each model's first evaluation kept the burst: the first round, which reads whole windows, took
+12 s for 50 models, the next ones ~30 s of work due within those 12 s - the last model of each
+burst waited half a minute, and a model's place in the queue changed from one minute to the next.)
 """
 
 from __future__ import annotations
@@ -58,9 +65,12 @@ class Dispatcher:
         self._lock = threading.Lock()
         now = monotonic()
         self._due = dict.fromkeys(self._intervals, now)  # when each model's next tick falls due
+        n = max(1, len(self._intervals))
+        # each model's ticks fall at now + phase + k * interval (its first evaluation: at once)
+        self._phase = {name: now + i / n * self._intervals[name] for i, name in enumerate(self._intervals)}
         self._running: set[str] = set()
         self._stopped = False
-        self._anchored: set[str] = set()  # models whose ticks are anchored at their first evaluation
+        self._anchored: set[str] = set()  # models whose ticks follow their phase (after the first evaluation)
         self._last_said: dict[str, float] = {}  # when the log last spoke of a model's skipped ticks
         self._unsaid: dict[str, dict[str, int]] = {}  # ticks skipped since then, by reason
 
@@ -92,19 +102,20 @@ class Dispatcher:
 
     def _evaluate(self, name: str, due_at: float) -> None:
         started = self._monotonic()
+        interval = self._intervals[name]
         if name not in self._anchored:
-            # Every model falls due at start-up; its ticks then follow from when its first evaluation
-            # began, so that the models' ticks stay spread as the first round spread them, instead of
-            # all falling due at one instant every interval (the last of each burst always waiting).
+            # Every model falls due at start-up; this first evaluation counts as due at the model's
+            # last phase point before it began, so that its next tick is its first phase point after
+            # that: never more than an interval later.
             self._anchored.add(name)
-            due_at = started
+            phase = self._phase[name]
+            due_at = phase + math.floor((started - phase) / interval) * interval
         try:
             self._run(name)
         finally:
             finished = self._monotonic()
-            interval = self._intervals[name]
             missed = max(0, math.floor((finished - due_at) / interval))  # ticks that fell due meanwhile
-            slow = min(missed, math.floor((finished - started) / interval))  # those its own run cost
+            slow = max(0, min(missed, math.floor((finished - started) / interval)))  # those its own run cost
             with self._lock:
                 self._due[name] = due_at + (missed + 1) * interval
                 self._running.discard(name)
