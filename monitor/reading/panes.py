@@ -57,6 +57,7 @@ log = logging.getLogger(__name__)
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _RECHECK_BLOCKS = 32  # at most this many totals per recheck statement
+_PANES_PER_READ = 24  # new panes counted in one statement (a 0/1 column each): a day of hours
 
 
 @dataclass(frozen=True)
@@ -120,23 +121,27 @@ class Panes:
                 t: k for t, k in self._kept.items() if start <= t <= sealed_before - self.config.size
             }
             self._full = False
-        usable: list[datetime] = []
-        for pane in _panes(start, min(end, sealed_before), self.config.size):
-            pane_end = pane + self.config.size
-            unsealed = pane_end > sealed_before  # rows may still be written into it
-            if unsealed or pane < start or pane_end > end or any(pane < c < pane_end for c in cuts):
-                continue
-            if pane not in self._kept:
-                if self._full:
-                    continue
-                kept = self._count_pane(source, shape, pane)
-                pieces += 1
-                if kept is None:
-                    return None
-                if not self._keep(pane, kept):
-                    continue
-                self._verified[pane] = now  # counted whole just now
-            usable.append(pane)
+        whole = [
+            pane
+            for pane in _panes(start, min(end, sealed_before), self.config.size)
+            # sealed (no rows may still be written into it), inside the range, cut by no window bound
+            if pane + self.config.size <= sealed_before
+            and start <= pane
+            and pane + self.config.size <= end
+            and not any(pane < c < pane + self.config.size for c in cuts)
+        ]
+        new = [] if self._full else [pane for pane in whole if pane not in self._kept]
+        for run in _runs(new, self.config.size, _PANES_PER_READ):  # one statement per run of new panes
+            if self._full:
+                break
+            counted = self._count_panes(source, shape, run)
+            pieces += 1
+            if counted is None:
+                return None
+            for pane, kept in counted.items():
+                if self._keep(pane, kept):
+                    self._verified[pane] = now  # counted whole just now
+        usable = [pane for pane in whole if pane in self._kept]
         frames = [self._merged(usable, request.ranges)] if usable else []
         rejected: Counter[str] = Counter()
         for lo, hi in _gaps(start, end, usable, self.config.size):
@@ -186,12 +191,23 @@ class Panes:
 
     # -- internals --------------------------------------------------------------------------------
 
-    def _count_pane(self, source: CountingSource, shape: CountRequest, pane: datetime) -> _Kept | None:
-        batch = source.read_counts(shape, pane, pane + self.config.size)
+    def _count_panes(
+        self, source: CountingSource, shape: CountRequest, panes: list[datetime]
+    ) -> dict[datetime, _Kept] | None:
+        """Consecutive ``panes`` counted whole in one statement: each pane's time range a 0/1 column,
+        the combinations of each pane those with its column 1 (every row lies in one pane)."""
+        size = self.config.size
+        ranges = tuple((pane, pane + size) for pane in panes)
+        batch = source.read_counts(replace(shape, ranges=ranges), panes[0], panes[-1] + size)
         if batch is None or not self._same_flags(batch.flagged):
             self._forget()
             return None
-        return _Kept(batch.frame, int(batch.frame[WEIGHT].sum()))
+        flags = [range_column(i) for i in range(len(panes))]
+        counted = {}
+        for i, pane in enumerate(panes):
+            frame = batch.frame[batch.frame[flags[i]] == 1].drop(columns=flags).reset_index(drop=True)
+            counted[pane] = _Kept(frame, int(frame[WEIGHT].sum()))
+        return counted
 
     def _keep(self, pane: datetime, kept: _Kept) -> bool:
         if self.kept_rows() + len(kept.frame) > self.config.max_rows:
@@ -285,21 +301,16 @@ class Panes:
         size = self.config.size
         statements = late = changed = 0
         for block in _blocks(sorted(order[:turn]), size):
-            ranges = tuple((pane, pane + size) for pane in block)
-            batch = source.read_counts(replace(self._shape, ranges=ranges), block[0], block[-1] + size)
+            counted = self._count_panes(source, self._shape, block)
             statements += 1
-            if batch is None or not self._same_flags(batch.flagged):
-                self._forget()
+            if counted is None:
                 return None
-            flags = [range_column(i) for i in range(len(block))]
-            for i, pane in enumerate(block):
-                fresh = batch.frame[batch.frame[flags[i]] == 1].drop(columns=flags).reset_index(drop=True)
+            for pane, fresh in counted.items():
                 kept = self._kept[pane]
-                rows = int(fresh[WEIGHT].sum())
-                if not _same_counts(kept.frame, fresh):
-                    late += max(0, rows - kept.rows)
+                if not _same_counts(kept.frame, fresh.frame):
+                    late += max(0, fresh.rows - kept.rows)
                     changed += 1
-                    self._kept[pane] = _Kept(fresh, rows)
+                    self._kept[pane] = fresh
                     self._interior = None
                 self._verified[pane] = now
         if changed:
@@ -376,6 +387,17 @@ def _blocks(panes: list[datetime], size: timedelta) -> list[list[datetime]]:
             runs.append([pane])
     per = max(1, -(-len(panes) // _RECHECK_BLOCKS))
     return [run[i : i + per] for run in runs for i in range(0, len(run), per)]
+
+
+def _runs(panes: list[datetime], size: timedelta, most: int) -> list[list[datetime]]:
+    """``panes`` (sorted) in runs of consecutive panes, at most ``most`` to a run."""
+    runs: list[list[datetime]] = []
+    for pane in panes:
+        if runs and runs[-1][-1] + size == pane and len(runs[-1]) < most:
+            runs[-1].append(pane)
+        else:
+            runs.append([pane])
+    return runs
 
 
 def _gaps(
