@@ -15,6 +15,7 @@ import json
 import sqlite3
 import statistics
 import tempfile
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -65,7 +66,7 @@ def settings(source: dict[str, object]) -> object:
     )
 
 
-def time_source(name: str, source: dict[str, object], repeat: int) -> dict[str, float]:
+def time_source(name: str, source: Mapping[str, object], repeat: int) -> dict[str, float]:
     ev = build_evaluators(settings(source))["bench"]  # type: ignore[arg-type]
     runs = []
     for _ in range(repeat):

@@ -1,7 +1,7 @@
 """The shapes users log, measured as users run fairwatch: one ``fairwatch evaluate`` per shape and store.
 
 Shapes (``shapes.py``): a loan model with float64 probabilities and categorical / intersectional
-groups (``loan``), a 2,000-value Zipf categorical (``zipf``), many models in one log told apart by a
+groups (``loan``), a 2,000-value Zipf categorical (``zipf``; ``zipf-60``: 60 values), many models in one log told apart by a
 ``model`` column (``models``: all of them, and one with ``--model``), a Jigsaw-like log with nine REAL
 identity columns NULL where not annotated (``jigsaw``), and the same with raw float scores
 (``raw``). Stores: SQLite (ISO text timestamps, an index on the timestamp - and on (model, ts) for
@@ -13,22 +13,25 @@ path in the same run as the baseline (``aggregate: false``), whose JSON report t
 equal value for value. Reports wall time, the process's peak RSS and the load average. The last line
 is one JSON object.
 
-    python benchmarks/bench_shapes.py [--shapes loan zipf models jigsaw raw] [--postgres] [--quick]
+    python benchmarks/bench_shapes.py [--shapes loan zipf zipf-60 models jigsaw raw] [--postgres] [--quick]
     python benchmarks/bench_shapes.py --service 600   # fairwatch run: 50 models of one log, every minute
 
 ``--service SECONDS`` runs the service itself (``fairwatch run``, a real process) on the ``models`` shape at
-``interval: 60s`` and reads its ``/metrics`` every 10 s: every model's evaluations, the oldest last success
-(how stale the stalest model got) and the ticks skipped.
+``interval: 60s`` and reads its ``/metrics`` every 2 s: every model's evaluations, the time between two
+successes of one model (median and longest, from each model's second on), the oldest last success (how
+stale the stalest model got) and the ticks skipped.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import os
 import secrets
 import sqlite3
+import statistics
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
@@ -53,6 +56,7 @@ SHAPES: dict[str, tuple[tuple[str, ...], int, Callable[[int], tuple[pd.DataFrame
     "loan": (("sqlite", "parquet", "postgresql"), 200_000, loan_log),
     "loan-1m": (("parquet",), 1_000_000, loan_log),
     "zipf": (("parquet",), 1_000_000, zipf_log),
+    "zipf-60": (("sqlite", "parquet", "postgresql"), 200_000, lambda rows: zipf_log(rows, values=60)),
     "models": (("sqlite", "parquet"), 40_000, lambda rows: many_models(50, rows)),
     "jigsaw": (("sqlite",), 2_000_000, jigsaw_log),
     "raw": (("sqlite", "parquet"), 2_000_000, lambda rows: jigsaw_log(rows, decimals=None)),
@@ -61,6 +65,7 @@ QUICK = {
     "loan": 50_000,
     "loan-1m": 200_000,
     "zipf": 200_000,
+    "zipf-60": 50_000,
     "models": 4_000,
     "jigsaw": 200_000,
     "raw": 200_000,
@@ -233,10 +238,11 @@ def service(seconds: float, *, quick: bool) -> None:
         log = (Path(tmp) / "run.log").open("w")
         process = subprocess.Popen([str(fairwatch), "run", "--config", str(config)], stdout=log, stderr=log)
         began, worst_age, samples = time.monotonic(), 0.0, 0
+        successes: dict[str, set[float]] = {}  # each model's evaluations' end times, as /metrics said them
         families: dict[str, Any] = {}
         try:
             while time.monotonic() - began < seconds:
-                time.sleep(10)
+                time.sleep(2)
                 try:
                     text = (
                         urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
@@ -245,6 +251,8 @@ def service(seconds: float, *, quick: bool) -> None:
                     continue
                 families = {f.name: f for f in text_string_to_metric_families(text)}
                 success = families.get("fairwatch_last_evaluation_success_timestamp_seconds")
+                for s in success.samples if success else ():
+                    successes.setdefault(s.labels["model"], set()).add(s.value)
                 if success and len(success.samples) == len(configs) and time.monotonic() - began > 70:
                     worst_age = max(worst_age, time.time() - min(s.value for s in success.samples))
                     samples += 1
@@ -264,12 +272,16 @@ def service(seconds: float, *, quick: bool) -> None:
         )
         warnings = [line for line in (Path(tmp) / "run.log").read_text().splitlines() if " WARNING " in line]
     load = os.getloadavg()
+    # from each model's second success on (the first round reads whole windows, the second builds panes)
+    gaps = [b - a for times in successes.values() for a, b in itertools.pairwise(sorted(times)[1:])]
     result = {
         "models": len(configs),
         "rows": len(frame),
         "seconds": seconds,
         "evaluations_min": min(runs.values()),
         "evaluations_max": max(runs.values()),
+        "gap_median_seconds": round(statistics.median(gaps), 1) if gaps else None,
+        "gap_max_seconds": round(max(gaps), 1) if gaps else None,
         "stalest_last_success_seconds": round(worst_age, 1),
         "samples": samples,
         "skipped_ticks": skips,
