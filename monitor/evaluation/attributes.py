@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -11,7 +11,7 @@ import pandas as pd
 import metrics_core as mc
 from monitor.config import GroupConfig
 
-__all__ = ["attributes", "group_codes"]
+__all__ = ["AbsentReference", "attributes", "group_codes"]
 
 
 def attributes(
@@ -21,12 +21,15 @@ def attributes(
     max_groups: int,
     weight: np.ndarray | None = None,
     flagged: Collection[str] = (),
+    absent: Callable[[AbsentReference], None] | None = None,
 ) -> list[mc.Attribute]:
     """One attribute per configured group, each capped at its ``max_groups`` largest groups (chosen
     by size before any group is counted; the rest are listed as dropped).
 
     ``weight``: the row count of each entry of a counted frame. ``flagged``: indicator attributes
-    whose columns the database already thresholded into 1/0 flags.
+    whose columns the database already thresholded into 1/0 flags. ``absent``: told of each named
+    reference that is no value of its column in ``frame`` while other values are (a typo in the
+    config, or a group that stopped appearing): every comparison with it is undefined.
     """
     out = []
     for g in groups:
@@ -46,6 +49,8 @@ def attributes(
         elif g.kind == "categorical":
             codes, categories = group_codes(frame[g.column])
             ref = g.reference if isinstance(g.reference, str) else "&".join(g.reference)
+            if absent is not None and ref != mc.REST:
+                _check_reference(g, g.column or "", ref, categories, absent)
             attr = mc.categorical_attribute(
                 g.attribute,
                 codes,
@@ -57,6 +62,9 @@ def attributes(
             )
         else:
             coded = {c: group_codes(frame[c]) for c in g.columns}
+            if absent is not None and not isinstance(g.reference, str):
+                for column, value in zip(g.columns, g.reference, strict=False):
+                    _check_reference(g, column, value, coded[column][1], absent)
             attr = _renamed(
                 mc.intersection_attribute(
                     {c: codes for c, (codes, _) in coded.items()},
@@ -88,6 +96,28 @@ def group_codes(values: pd.Series) -> tuple[np.ndarray, list[object]]:
         values = values.map(_group_name, na_action="ignore")
     codes, uniques = pd.factorize(values, use_na_sentinel=True)
     return codes.astype(np.int64, copy=False), list(np.asarray(uniques, dtype=object))
+
+
+@dataclass(frozen=True)
+class AbsentReference:
+    """A named reference that is no value of its column in a window that has other values."""
+
+    attribute: str
+    column: str
+    reference: str
+    seen: tuple[str, ...]  # the column's values in the window, by name
+
+
+def _check_reference(
+    group: GroupConfig,
+    column: str,
+    reference: str,
+    categories: Sequence[object],
+    absent: Callable[[AbsentReference], None],
+) -> None:
+    names = {name for value in categories if (name := _group_name(value)) is not None}
+    if names and mc.category_name(reference) not in names:
+        absent(AbsentReference(group.attribute, column, reference, tuple(sorted(names))))
 
 
 def _group_name(value: object) -> str | None:

@@ -15,6 +15,7 @@ from :data:`monitor.tasks.TASKS`.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -27,7 +28,8 @@ import pandas as pd
 import metrics_core as mc
 from monitor.config import ModelConfig
 from monitor.core.errors import ConfigError
-from monitor.evaluation.attributes import attributes
+from monitor.core.suggest import did_you_mean
+from monitor.evaluation.attributes import AbsentReference, attributes
 from monitor.evaluation.results import GroupStats, ModelEvaluation, WindowResult
 from monitor.reading.frame import (
     WindowMasks,
@@ -44,6 +46,8 @@ from monitor.reading.panes import Panes
 from monitor.reading.plan import ReadPlan
 from monitor.sources.contract import Source
 from monitor.tasks import TASKS, WindowRequest, metrics_for
+
+log = logging.getLogger(__name__)
 
 __all__ = ["Evaluator"]
 
@@ -82,6 +86,7 @@ class Evaluator:
         panes = Panes(model.panes, model.label_delay, model.name, pane_store) if model.panes.enabled else None
         self.plan = ReadPlan(model, source, label_source, panes)  # rows, counts or panes: decided once
         self._progress = progress or (lambda _msg: None)
+        self._absent_said: set[tuple[str, str, str]] = set()  # absent references already warned of
 
     @property
     def panes(self) -> Panes | None:
@@ -184,11 +189,13 @@ class Evaluator:
             outcome, outcome_specs if not same else [s.name for s in specs], n_alerting, model, flagged
         )
         values += out_report.values
-        model_values += out_report.model
         if not same and label_specs:
             lab_report, _ = self._compute(labeled_rows, label_specs, n_alerting, model, flagged)
             values += lab_report.values
+            # first: a model value both compute needs labels (the overall AUC, the AUC family's
+            # anchor), and the outcome window's rows may have none yet, or only the first few
             model_values += lab_report.model
+        model_values += out_report.model
         # The binary engine also reports the overall AUC, the anchor of the AUC family's ranges: never
         # for a model without labels, where it could only ever be NaN (and no dashboard draws it).
         task = TASKS[model.task]
@@ -219,7 +226,34 @@ class Evaluator:
 
     def _attributes(self, frame: pd.DataFrame, flagged: frozenset[str]) -> list[mc.Attribute]:
         return attributes(
-            self.model.groups, frame, max_groups=self.model.max_groups, weight=weights(frame), flagged=flagged
+            self.model.groups,
+            frame,
+            max_groups=self.model.max_groups,
+            weight=weights(frame),
+            flagged=flagged,
+            absent=self._absent_reference,
+        )
+
+    def _absent_reference(self, absent: AbsentReference) -> None:
+        """A reference that names no value of its column: loud, once per reference (a typo in
+        ``reference`` would otherwise make every comparison undefined, and no alert could fire)."""
+        key = (absent.attribute, absent.column, absent.reference)
+        if key in self._absent_said:
+            return
+        self._absent_said.add(key)
+        shown = ", ".join(absent.seen[:20]) + (
+            f" and {len(absent.seen) - 20} more" if len(absent.seen) > 20 else ""
+        )
+        log.warning(
+            "model %s: the reference %r of attribute %s is no value of column %s in this window%s "
+            "(its values: %s): every comparison with it is undefined (insufficient_data) until the "
+            "config's reference names a value the log holds",
+            self.model.name,
+            absent.reference,
+            absent.attribute,
+            absent.column,
+            did_you_mean(absent.reference, absent.seen),
+            shown,
         )
 
     def _compute(

@@ -100,6 +100,30 @@ def test_label_delay_shifts_label_metrics_only() -> None:
     assert eod.value == pytest.approx(tpr(gl) - tpr(~gl), abs=1e-12)
 
 
+def test_the_overall_auc_is_the_label_windows_not_the_unlabelled_outcome_windows() -> None:
+    """With labels in their own table and ``label_delay``, the outcome window holds no label yet:
+    its overall AUC was "the window does not have both labels" on /metrics, in reports and backfill,
+    while the AUC family's fair ranges used the label window's. It is the label window's."""
+    frame = make_log()
+    labels = frame[["id", "label"]].copy()
+    ts = pd.to_datetime(frame["ts"], utc=True)
+    labels["labeled_at"] = [(t + timedelta(minutes=50)).isoformat() for t in ts]
+    ev = evaluate(
+        frame.drop(columns=["label"]),
+        labels,
+        label_delay="1h",
+        labels={
+            "source": {"kind": "memory", "name": "labels"},
+            "columns": {"id": "id", "label": "label", "timestamp": "labeled_at"},
+        },
+    )
+    w = ev.windows[0]
+    (auc,) = [v for v in w.model_values if v.metric == "overall_auc"]
+    labeled = frame[(ts >= NOW - timedelta(hours=2)) & (ts < NOW - timedelta(hours=1))]
+    assert auc.reason is None
+    assert auc.value == pytest.approx(roc_auc_score(labeled.label, labeled.score), abs=1e-12)
+
+
 def test_labels_from_a_separate_source_are_joined_and_only_arrived_ones_count() -> None:
     frame = make_log()
     labels = frame[["id", "label"]].copy()
@@ -227,3 +251,37 @@ def test_a_list_in_a_group_column_counts_as_missing() -> None:
     frame.at[3, "race"] = ["a"]
     ev = evaluate(frame, windows=[{"name": "all", "length": "5h"}])
     assert ev.windows[0].missing_group_rows == {"race": 1}
+
+
+def test_a_reference_that_names_no_value_is_said_loudly_once(caplog: pytest.LogCaptureFixture) -> None:
+    """``reference: Whte`` made every comparison undefined without a word, so no alert could fire."""
+    import logging
+
+    frame = make_log().assign(race=lambda f: f["race"].map({"a": "White", "b": "Black", "c": "Asian"}))
+    frame["sex"] = np.where(np.arange(len(frame)) % 2, "F", "M")
+    groups = [
+        {"attribute": "race", "kind": "categorical", "column": "race", "reference": "Whte"},
+        {
+            "attribute": "race_sex",
+            "kind": "intersection",
+            "columns": ["race", "sex"],
+            "reference": ["White", "m"],
+        },
+        {"attribute": "sex", "kind": "categorical", "column": "sex", "reference": "M"},  # fine
+    ]
+    mem = {"log": MemorySource(frame, timestamp_column="ts")}
+    evaluator = build_evaluators(settings(groups=groups), memory_sources=mem)["m"]
+    with caplog.at_level(logging.WARNING, logger="monitor"):
+        ev = evaluator.evaluate(NOW)
+        evaluator.evaluate(NOW + timedelta(minutes=1))
+    said = [r.getMessage() for r in caplog.records if "is no value of column" in r.getMessage()]
+    assert len(said) == 2, said  # once each, not per window or tick
+    assert "reference 'Whte' of attribute race is no value of column race" in said[0]
+    assert "(did you mean `White`?)" in said[0] and "Asian, Black, White" in said[0]
+    assert "reference 'm' of attribute race_sex is no value of column sex" in said[1]
+    assert "(did you mean `M`?)" in said[1]
+    ratios: dict[str, set[str]] = {}
+    for v in ev.windows[0].values:
+        if v.metric == "disparate_impact":
+            ratios.setdefault(v.attribute, set()).add(v.state)
+    assert ratios == {"race": {"insufficient_data"}, "race_sex": {"insufficient_data"}, "sex": {"ok"}}
