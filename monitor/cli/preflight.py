@@ -18,7 +18,7 @@ import gzip
 import json
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -26,9 +26,10 @@ from typing import Any
 import pyarrow.parquet as pq
 import sqlalchemy as sa
 
+from metrics_core import REST, category_name
 from monitor.config import ModelConfig, Settings, SourceConfig
 from monitor.core.errors import SourceError
-from monitor.core.secrets import mask_url
+from monitor.core.secrets import mask_url, url_secrets
 from monitor.core.suggest import did_you_mean
 from monitor.reading.frame import group_columns
 from monitor.sources.sql.connection import short_cause
@@ -38,6 +39,7 @@ __all__ = ["SourceCheck", "check_sources"]
 
 _EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv", ".parquet": "parquet"}
 _JSON_LINES = 100  # the keys of this many first lines stand for a JSON Lines file's columns
+_VALUES = 1000  # a reference is checked against at most this many distinct values of its column
 
 
 @dataclass(frozen=True)
@@ -55,7 +57,8 @@ def check_sources(settings: Settings) -> list[SourceCheck]:
     """Open every prediction and label source of ``settings`` once and check what the config names."""
     checks = []
     for i, model in enumerate(settings.models):
-        checks.append(_check(f"models[{i}].source", model.source, _prediction_columns(model, f"models[{i}]")))
+        check = _check(f"models[{i}].source", model.source, _prediction_columns(model, f"models[{i}]"))
+        checks.append(_with_references(check, model, f"models[{i}]"))
         if model.labels is not None:
             cols = model.labels.columns
             named = {"labels.columns.id": cols.id, "labels.columns.label": cols.label}
@@ -94,6 +97,100 @@ def _prediction_columns(model: ModelConfig, where: str) -> dict[str, str]:
             suffix = "column" if group.kind == "categorical" else f"columns[{j}]"
             named[f"{where}.groups[{g}].{suffix}"] = name
     return named
+
+
+def _references(model: ModelConfig, where: str) -> list[tuple[str, str, str]]:
+    """The named reference values of ``model``'s groups: (config key, column, value)."""
+    out = []
+    for g, group in enumerate(model.groups):
+        key = f"{where}.groups[{g}].reference"
+        if group.kind == "categorical" and isinstance(group.reference, str) and group.reference != REST:
+            out.append((key, group.column or "", group.reference))
+        elif group.kind == "intersection" and not isinstance(group.reference, str):
+            out += [
+                (f"{key}[{j}]", c, v)
+                for j, (c, v) in enumerate(zip(group.columns, group.reference, strict=False))
+            ]
+    return out
+
+
+def _with_references(check: SourceCheck, model: ModelConfig, where: str) -> SourceCheck:
+    """``check`` with a problem for each named reference that is no value of its column: a typo in
+    ``reference`` would make every comparison undefined, silently. Read from a SQL table or query
+    (its distinct values: a scan of the column) and the newest Parquet file; a reference is judged
+    absent only from a complete list of at most :data:`_VALUES` values."""
+    references = [r for r in _references(model, where) if r[1] in check.columns]
+    if check.skipped or check.problems or not references:
+        return check
+    source = model.source
+    reader = {"sql": _sql_values, "files": _file_values}.get(source.kind)
+    if reader is None:
+        return check
+    problems = []
+    for key, column, value in references:
+        try:
+            seen = reader(source, column, model)
+        except Exception as exc:  # a check that cannot run says so; it does not fail validate
+            secrets = url_secrets(source.url) if source.url else ()
+            problems.append(
+                f"{key}: cannot read the values of column `{column}`: {short_cause(exc, secrets)}"
+            )
+            continue
+        if seen is not None and category_name(value) not in seen:
+            hint = did_you_mean(value, seen)
+            some = ", ".join(sorted(seen)[:10]) + (", ..." if len(seen) > 10 else "")
+            problems.append(
+                f"{key}: `{value}` is no value of column `{column}` in {check.what}{hint} (its values: {some}); "
+                "every comparison with it would be undefined"
+            )
+    return replace(check, problems=check.problems + tuple(problems))
+
+
+def _sql_values(source: SourceConfig, column: str, model: ModelConfig) -> set[str] | None:
+    """The distinct values of ``column`` in the model's rows, named as groups are (``None``: none,
+    or too many to list). Named, not compared in SQL: the database would find ``'2.0'`` in a
+    column of integers, where the service's groups are named ``2``."""
+    assert source.url is not None
+    url = sa.make_url(source.url)
+    engine = sa.create_engine(
+        url, **({"connect_args": {"connect_timeout": 10}} if url.get_backend_name() == "postgresql" else {})
+    )
+    names = [column, *([model.columns.model] if model.columns.model else [])]
+    if source.query:
+        text = sa.text(source.query.strip().rstrip(";")).columns(*(sa.column(n) for n in names))
+        rows: sa.FromClause = text.subquery("q")
+    else:
+        rows = sa.table(source.table or "", *(sa.column(n) for n in names), schema=source.schema_)
+    keep = [rows.c[model.columns.model] == model.name] if model.columns.model else []
+    now = datetime.now(UTC)
+    params = {
+        k: v
+        for k, v in {"start": now - timedelta(seconds=1), "end": now}.items()
+        if source.query and f":{k}" in source.query
+    }
+    try:
+        with engine.connect() as conn:
+            distinct = sa.select(rows.c[column]).where(rows.c[column].is_not(None), *keep).distinct()
+            found = conn.execute(distinct.limit(_VALUES + 1), params).scalars().all()
+    finally:
+        engine.dispose()
+    return None if not found or len(found) > _VALUES else {category_name(v) for v in found}
+
+
+def _file_values(source: SourceConfig, column: str, model: ModelConfig) -> set[str] | None:
+    """The values of ``column`` in the newest Parquet file (others: not read here)."""
+    assert source.path is not None
+    paths = [p for p in glob.glob(source.path, recursive=True) if os.path.isfile(p)]
+    newest = max(paths, key=os.path.getmtime)
+    fmt = source.format if source.format != "auto" else _EXTENSIONS.get(os.path.splitext(newest.lower())[1])
+    if fmt != "parquet":
+        return None
+    table = pq.read_table(newest, columns=[column, *([model.columns.model] if model.columns.model else [])])
+    frame = table.to_pandas()
+    if model.columns.model:
+        frame = frame[frame[model.columns.model].astype(str) == model.name]
+    found = frame[column].dropna().unique()
+    return None if not len(found) or len(found) > _VALUES else {category_name(v) for v in found}
 
 
 def _check(where: str, source: SourceConfig, named: dict[str, str]) -> SourceCheck:

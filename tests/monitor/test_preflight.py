@@ -226,3 +226,88 @@ def test_a_csv_header_the_csv_reader_refuses_is_named(
     assert f"error: models[0].source.path: cannot read {path}: field larger than field limit" in "\n".join(
         lines
     )
+
+
+REFERENCE_CONFIG = """
+models:
+  - name: loans
+    source: {source}
+    columns: {{id: id, timestamp: ts, score: score, label: label, model: model}}
+    groups:
+      - {{attribute: race, kind: categorical, column: race, reference: {race}}}
+      - {{attribute: grade, kind: categorical, column: grade, reference: '{grade}'}}
+      - {{attribute: race_sex, kind: intersection, columns: [race, sex], reference: [White, {sex}]}}
+"""
+
+LOANS = pd.DataFrame(
+    {
+        "id": range(6),
+        "ts": ["2026-11-01T00:00:00Z"] * 6,
+        "score": [0.1, 0.5, 0.9, 0.4, 0.3, 0.8],
+        "label": [0, 1, 1, 0, 0, 1],
+        "model": ["loans"] * 5 + ["other"],
+        "race": ["White", "Black", "Asian", "White", None, "Hispanic"],  # Hispanic: another model's only
+        "grade": [1, 2, 3, 1, 2, 3],  # numbers: reference "2" names group 2
+        "sex": ["M", "F", "M", "F", "M", "F"],
+    }
+)
+
+
+def _reference_errors(
+    config: Path, source: str, capsys: pytest.CaptureFixture[str], **refs: str
+) -> list[str]:
+    config.write_text(REFERENCE_CONFIG.format(source=source, **refs))
+    status, lines = _validate(config, capsys)
+    errors = [line for line in lines if line.startswith("error:")]
+    assert status == (1 if errors else 0), lines
+    return errors
+
+
+def _check_references(config: Path, source: str, what: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _reference_errors(config, source, capsys, race="White", grade="2", sex="F") == []
+    # as the service names groups: 2 and 2.0 stored are group "2", the text "2.0" is no group
+    assert len(_reference_errors(config, source, capsys, race="White", grade="2.0", sex="M")) == 1
+    errors = _reference_errors(config, source, capsys, race="Whte", grade="7", sex="m")
+    assert errors == [
+        f"error: models[0].groups[0].reference: `Whte` is no value of column `race` in {what} "
+        "(did you mean `White`?) (its values: Asian, Black, White); every comparison with it would be undefined",
+        f"error: models[0].groups[1].reference: `7` is no value of column `grade` in {what} "
+        "(its values: 1, 2, 3); every comparison with it would be undefined",
+        f"error: models[0].groups[2].reference[1]: `m` is no value of column `sex` in {what} "
+        "(did you mean `M`?) (its values: F, M); every comparison with it would be undefined",
+    ]
+    # another model's value is not this model's
+    assert len(_reference_errors(config, source, capsys, race="Hispanic", grade="1", sex="F")) == 1
+
+
+def test_a_reference_that_names_no_value_is_an_error_sqlite_and_parquet(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``reference: Whte`` passed validate and turned every comparison undefined at run time."""
+    db = tmp_path / "loans.db"
+    with sqlite3.connect(db) as conn:
+        LOANS.to_sql("predictions", conn, index=False)
+    config = tmp_path / "config.yaml"
+    url = f"sqlite:///{db}"
+    _check_references(
+        config, f"{{kind: sql, url: '{url}', table: predictions}}", f"table 'predictions' in {url}", capsys
+    )
+    parquet = tmp_path / "loans.parquet"
+    LOANS.to_parquet(parquet)
+    _check_references(config, f"{{kind: files, path: '{parquet}'}}", f"{parquet} (1 file(s) match)", capsys)
+
+
+def test_a_reference_that_names_no_value_is_an_error_postgresql(
+    postgres_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    table = f"loans_{uuid.uuid4().hex[:8]}"
+    engine = sa.create_engine(postgres_url)
+    LOANS.to_sql(table, engine, index=False)  # grade: bigint, compared with the text "2"
+    try:
+        shown = sa.make_url(postgres_url).render_as_string(hide_password=True)
+        source = f"{{kind: sql, url: '{postgres_url}', table: {table}}}"
+        _check_references(tmp_path / "config.yaml", source, f"table '{table}' in {shown}", capsys)
+    finally:
+        with engine.begin() as conn:
+            conn.execute(sa.text(f'DROP TABLE "{table}"'))
+        engine.dispose()
