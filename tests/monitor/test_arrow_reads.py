@@ -381,9 +381,12 @@ class TestLibraryTurns:
         from monitor.sources.sql.connection import LibraryTurns
 
         turns = LibraryTurns()
-        with turns.turn("python"), turns.turn("python"):
-            with pytest.raises(RuntimeError, match="python SQLite connection is open"):
-                with turns.turn("adbc"):
-                    pass
+        with (
+            turns.turn("python"),
+            turns.turn("python"),
+            pytest.raises(RuntimeError, match="python SQLite connection is open"),
+            turns.turn("adbc"),
+        ):
+            pass
         with turns.turn("adbc"):  # every turn was given back
             pass
