@@ -84,7 +84,7 @@ def render_metrics_reference() -> str:
         "- Cohen's d uses the square root of the pooled variance (holisticai code; its docs omit the root); the",
         "  2-SD rule uses the pooled standard error (holisticai code; its docs the unpooled one).",
         "- The coefficient of variation is sqrt(2 GE(2)) (AIF360); holisticai's code has 2 sqrt(GE(2)).",
-        "- A group without positives has an undefined TPR (NaN, `insufficient_data`); holisticai and fairlearn",
+        "- A group without positives has an undefined TPR (NaN, `insufficient_data`); holisticai, fairlearn and AIF360",
         "  return 0 there, which reads as a real value.",
         "- Seed 000's `METRICS` list names BNSP twice and misses BPSN, and its AEG helpers test `mwu is None`",
         "  although the function returns NaN: fairwatch reports all five metrics and NaN with a reason.",
