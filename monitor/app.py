@@ -128,6 +128,7 @@ class App:
             # a tick starved of the GIL for a moment by busy workers must not log APScheduler's
             # "maximum number of running instances reached": the ticks take the dispatcher's lock in turn
             max_instances=4,
+            misfire_grace_time=None,  # a tick that started late is still a tick (no "was missed by")
             coalesce=True,
         )
         self.scheduler.start()

@@ -50,7 +50,9 @@ def z_value(level: float) -> float:
     >>> round(z_value(0.95), 6)
     1.959964
     """
-    return NormalDist().inv_cdf(0.5 + check_level(level) / 2)
+    # a level within an ulp of 1 is infinitely wide, as ndtri says (NormalDist refuses p = 1)
+    p = 0.5 + check_level(level) / 2
+    return math.inf if p >= 1.0 else NormalDist().inv_cdf(p)
 
 
 def bonferroni_level(level: float, n_comparisons: int) -> float:

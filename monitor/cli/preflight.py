@@ -23,13 +23,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pyarrow.parquet as pq
 import sqlalchemy as sa
 
 from metrics_core import REST, category_name
 from monitor.config import ModelConfig, Settings, SourceConfig
 from monitor.core.errors import SourceError
-from monitor.core.secrets import mask_url, url_secrets
+from monitor.core.secrets import mask_url
 from monitor.core.suggest import did_you_mean
 from monitor.reading.frame import group_columns
 from monitor.sources.sql.connection import short_cause
@@ -117,8 +118,9 @@ def _references(model: ModelConfig, where: str) -> list[tuple[str, str, str]]:
 def _with_references(check: SourceCheck, model: ModelConfig, where: str) -> SourceCheck:
     """``check`` with a problem for each named reference that is no value of its column: a typo in
     ``reference`` would make every comparison undefined, silently. Read from a SQL table or query
-    (its distinct values: a scan of the column) and the newest Parquet file; a reference is judged
-    absent only from a complete list of at most :data:`_VALUES` values."""
+    (its distinct values: a scan of the column; not a query that reads a ``:start``/``:end`` range)
+    and every matching Parquet file; a reference is judged absent only from a complete list of at
+    most :data:`_VALUES` values, and a read that fails is no finding."""
     references = [r for r in _references(model, where) if r[1] in check.columns]
     if check.skipped or check.problems or not references:
         return check
@@ -127,15 +129,14 @@ def _with_references(check: SourceCheck, model: ModelConfig, where: str) -> Sour
     if reader is None:
         return check
     problems = []
+    values: dict[str, set[str] | None] = {}  # each column read once
     for key, column, value in references:
-        try:
-            seen = reader(source, column, model)
-        except Exception as exc:  # a check that cannot run says so; it does not fail validate
-            secrets = url_secrets(source.url) if source.url else ()
-            problems.append(
-                f"{key}: cannot read the values of column `{column}`: {short_cause(exc, secrets)}"
-            )
-            continue
+        if column not in values:
+            try:
+                values[column] = reader(source, column, model)
+            except Exception:  # a check that cannot run is no finding: the columns were found
+                values[column] = None
+        seen = values[column]
         if seen is not None and category_name(value) not in seen:
             hint = did_you_mean(value, seen)
             some = ", ".join(sorted(seen)[:10]) + (", ..." if len(seen) > 10 else "")
@@ -156,18 +157,16 @@ def _sql_values(source: SourceConfig, column: str, model: ModelConfig) -> set[st
         url, **({"connect_args": {"connect_timeout": 10}} if url.get_backend_name() == "postgresql" else {})
     )
     names = [column, *([model.columns.model] if model.columns.model else [])]
+    if source.query and (":start" in source.query or ":end" in source.query):
+        return None  # the query reads a time range: no range read here stands for the whole log
     if source.query:
         text = sa.text(source.query.strip().rstrip(";")).columns(*(sa.column(n) for n in names))
         rows: sa.FromClause = text.subquery("q")
     else:
         rows = sa.table(source.table or "", *(sa.column(n) for n in names), schema=source.schema_)
-    keep = [rows.c[model.columns.model] == model.name] if model.columns.model else []
-    now = datetime.now(UTC)
-    params = {
-        k: v
-        for k, v in {"start": now - timedelta(seconds=1), "end": now}.items()
-        if source.query and f":{k}" in source.query
-    }
+    # the model's rows, its name compared as text (a column of numbers holds it as a number)
+    keep = [sa.cast(rows.c[model.columns.model], sa.String) == model.name] if model.columns.model else []
+    params: dict[str, Any] = {}
     try:
         with engine.connect() as conn:
             distinct = sa.select(rows.c[column]).where(rows.c[column].is_not(None), *keep).distinct()
@@ -178,15 +177,17 @@ def _sql_values(source: SourceConfig, column: str, model: ModelConfig) -> set[st
 
 
 def _file_values(source: SourceConfig, column: str, model: ModelConfig) -> set[str] | None:
-    """The values of ``column`` in the newest Parquet file (others: not read here)."""
+    """The values of ``column`` in every matching Parquet file, that column alone (other formats:
+    not read here)."""
     assert source.path is not None
-    paths = [p for p in glob.glob(source.path, recursive=True) if os.path.isfile(p)]
-    newest = max(paths, key=os.path.getmtime)
-    fmt = source.format if source.format != "auto" else _EXTENSIONS.get(os.path.splitext(newest.lower())[1])
+    paths = sorted(p for p in glob.glob(source.path, recursive=True) if os.path.isfile(p))
+    fmt = (
+        source.format if source.format != "auto" else _EXTENSIONS.get(os.path.splitext(paths[-1].lower())[1])
+    )
     if fmt != "parquet":
         return None
-    table = pq.read_table(newest, columns=[column, *([model.columns.model] if model.columns.model else [])])
-    frame = table.to_pandas()
+    wanted = [column, *([model.columns.model] if model.columns.model else [])]
+    frame = pd.concat([pq.read_table(path, columns=wanted).to_pandas() for path in paths], ignore_index=True)
     if model.columns.model:
         frame = frame[frame[model.columns.model].astype(str) == model.name]
     found = frame[column].dropna().unique()

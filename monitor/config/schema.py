@@ -203,6 +203,15 @@ class GroupConfig(_Strict):
             raise ValueError("a categorical attribute needs `column`")
         if self.kind == "intersection" and len(self.columns) < 2:
             raise ValueError("an intersection needs `columns` with at least two categorical columns")
+        if (
+            self.kind == "intersection"
+            and isinstance(self.reference, list)
+            and len(self.reference) != len(self.columns)
+        ):
+            raise ValueError(
+                f"an intersection's `reference` names one value per column: {len(self.columns)} column(s), "
+                f"{len(self.reference)} value(s)"
+            )
         return self
 
 

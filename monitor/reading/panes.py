@@ -131,7 +131,12 @@ class Panes:
             and not any(pane < c < pane + self.config.size for c in cuts)
         ]
         new = [] if self._full else [pane for pane in whole if pane not in self._kept]
-        for run in _runs(new, self.config.size, _PANES_PER_READ):  # one statement per run of new panes
+        # one statement per run of new panes; near the memory budget, runs of the panes likely to fit
+        most = _PANES_PER_READ
+        if new and self._kept:
+            per_pane = max(1.0, self.kept_rows() / len(self._kept))
+            most = max(1, min(most, int((self.config.max_rows - self.kept_rows()) / per_pane)))
+        for run in _runs(new, self.config.size, most):
             if self._full:
                 break
             counted = self._count_panes(source, shape, run)

@@ -103,23 +103,33 @@ class Dispatcher:
     def _evaluate(self, name: str, due_at: float) -> None:
         started = self._monotonic()
         interval = self._intervals[name]
-        if name not in self._anchored:
-            # Every model falls due at start-up; this first evaluation counts as due at the model's
-            # last phase point before it began, so that its next tick is its first phase point after
-            # that: never more than an interval later.
-            self._anchored.add(name)
-            phase = self._phase[name]
-            due_at = phase + math.floor((started - phase) / interval) * interval
+        first = name not in self._anchored
+        self._anchored.add(name)
         try:
             self._run(name)
         finally:
             finished = self._monotonic()
-            missed = max(0, math.floor((finished - due_at) / interval))  # ticks that fell due meanwhile
-            slow = max(0, min(missed, math.floor((finished - started) / interval)))  # those its own run cost
+            if first:
+                # Every model falls due at start-up. Its ticks then fall at its phase points: the next
+                # is the first after this evaluation ended (never more than an interval after it);
+                # those that passed while it waited for a worker were skipped (busy), not those that
+                # passed while it ran unless it ran an interval or more (slow).
+                phase = self._phase[name]
+                served = phase + math.floor((finished - phase) / interval) * interval  # last one <= finished
+                next_due = served + interval
+                busy = max(0, math.floor((started - phase) / interval))
+                slow = max(0, math.floor((finished - started) / interval))
+            else:
+                # ticks that fell due meanwhile: as many as its run lasted intervals are its own (slow),
+                # the rest fell due because it started late (busy: it waited for a worker)
+                missed = max(0, math.floor((finished - due_at) / interval))
+                slow = min(missed, math.floor((finished - started) / interval))
+                busy = missed - slow
+                next_due = due_at + (missed + 1) * interval
             with self._lock:
-                self._due[name] = due_at + (missed + 1) * interval
+                self._due[name] = next_due
                 self._running.discard(name)
-            for reason, ticks in (("busy", missed - slow), ("slow", slow)):
+            for reason, ticks in (("busy", busy), ("slow", slow)):
                 if ticks:
                     self._skipped(name, reason, ticks)
                     self._say(name, reason, ticks, finished)

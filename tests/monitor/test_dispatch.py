@@ -122,3 +122,18 @@ def test_the_models_ticks_are_spread_over_the_interval_and_each_stays_fresh() ->
     gaps = [b - a for name in names for a, b in itertools.pairwise(sim.finished[name])]
     assert max(gaps) <= 61.5, max(gaps)  # every model fresh every minute, from its first evaluation on
     assert not sim.skips
+
+
+def test_a_first_evaluation_counts_the_ticks_it_waited_for_not_those_it_ran_through() -> None:
+    """Every model is due at start-up, its ticks then at its phase. A first evaluation that ran
+    across its model's phase point (shorter than an interval) skipped nothing; one that waited
+    45 s for a worker at a 10 s interval skipped the ticks that passed meanwhile (busy)."""
+    sim = Simulation({f"m{i}": 10.0 for i in range(10)}, workers=1, cost=lambda _name: 4.5)
+    sim.dispatcher.tick()
+    for _ in range(10):  # the first round, one after another (each run hands the worker the next)
+        sim.queue.pop(0)()
+    assert sim.runs == dict.fromkeys(sim.runs, 1) and len(sim.runs) == 10
+    # m0..m9 ran one after another, 4.5 s each: m9 started at 40.5 s; its phase is 9 s
+    assert sim.skips[("m9", "busy")] == 3  # its ticks at 9, 19 and 29 s passed while it waited (39 s: served)
+    assert sim.skips[("m0", "busy")] == 0 and sim.skips[("m1", "busy")] == 0  # m1: phase 1 s, ran 4.5-9 s
+    assert not any(reason == "slow" for _, reason in sim.skips)

@@ -311,3 +311,25 @@ def test_a_reference_that_names_no_value_is_an_error_postgresql(
         with engine.begin() as conn:
             conn.execute(sa.text(f'DROP TABLE "{table}"'))
         engine.dispose()
+
+
+def test_a_query_over_a_time_range_or_a_reference_list_of_another_length(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A query that reads :start/:end is not judged from a moment's rows; an intersection's
+    reference must name one value per column (else every comparison was silently undefined)."""
+    db = tmp_path / "loans.db"
+    with sqlite3.connect(db) as conn:
+        LOANS.to_sql("predictions", conn, index=False)
+    query = '"SELECT * FROM predictions WHERE ts >= :start AND ts < :end"'
+    source = f"{{kind: sql, url: 'sqlite:///{db}', query: {query}}}"
+    assert _reference_errors(tmp_path / "c.yaml", source, capsys, race="Whte", grade="2", sex="F") == []
+    config = tmp_path / "bad.yaml"
+    config.write_text(
+        REFERENCE_CONFIG.format(source=source, race="White", grade="2", sex="F").replace(
+            "reference: [White, F]", "reference: [White]"
+        )
+    )
+    status = main(["validate", "--config", str(config)])
+    err = capsys.readouterr().err
+    assert status == 2 and "`reference` names one value per column: 2 column(s), 1 value(s)" in err

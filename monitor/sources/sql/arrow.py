@@ -23,7 +23,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Generator, Iterator
 from contextlib import closing, contextmanager
 from typing import Any, Literal
 
@@ -138,7 +138,7 @@ class ArrowReader:
         *,
         text: Collection[str] | None = None,
         rows: int | None = 1 << 18,
-    ) -> Iterator[pd.DataFrame]:
+    ) -> Generator[pd.DataFrame, None, None]:
         """The statement's rows as frames of about ``rows`` rows each (``None``: one frame), so
         that a caller that reduces them (counts) never holds the whole result. See :meth:`read`."""
         sql, params = self.compile(statement)
@@ -266,7 +266,10 @@ class RowReader:
             return _read_sql(grouped_keys(keys), connect)
         try:
             if in_python:
-                frame = count_keys(self._arrow.read_chunks(keys, self._deadline(), text=text))
+                # closed here, not by the garbage collector: its connection holds ADBC's turn on a
+                # SQLite file, and the fallback below opens a Python connection to it
+                with closing(self._arrow.read_chunks(keys, self._deadline(), text=text)) as chunks:
+                    frame = count_keys(chunks)
             else:
                 frame = self._arrow.read(grouped_keys(keys), self._deadline())
         except Exception as exc:

@@ -198,11 +198,11 @@ class LibraryTurns:
             raise RuntimeError(f"a {held[0]} SQLite connection is open in this thread; {library}'s must wait")
         if not held:
             self._enter(library)
-        depth[library] = depth.get(library, 0) + 1
         try:
+            depth[library] = depth.get(library, 0) + 1
             yield
         finally:
-            depth[library] -= 1
+            depth[library] = depth.get(library, 1) - 1
             if not depth[library]:
                 self._leave()
 
@@ -212,8 +212,11 @@ class LibraryTurns:
             self._queue.append((library, token))
             try:
                 self._changed.wait_for(lambda: self._may_enter(library, token))
-            finally:
+            except BaseException:
                 self._queue.remove((library, token))
+                self._changed.notify_all()  # those queued behind this waiter may enter now
+                raise
+            self._queue.remove((library, token))
             self._library = library
             self._holders += 1
             self._changed.notify_all()  # the next waiters of this library may enter with it
