@@ -60,6 +60,22 @@ def evaluate(frame: pd.DataFrame, label_frame: pd.DataFrame | None = None, **mod
     return build_evaluators(settings(**model), memory_sources=mem)["m"].evaluate(NOW)
 
 
+def evaluate_with_label_source(frame: pd.DataFrame, arrive_after: timedelta, **model: Any) -> Any:
+    """``frame``'s labels moved to their own source, each arriving ``arrive_after`` its prediction."""
+    labels = frame[["id", "label"]].copy()
+    ts = pd.to_datetime(frame["ts"], utc=True)
+    labels["labeled_at"] = [(t + arrive_after).isoformat() for t in ts]
+    return evaluate(
+        frame.drop(columns=["label"]),
+        labels,
+        labels={
+            "source": {"kind": "memory", "name": "labels"},
+            "columns": {"id": "id", "label": "label", "timestamp": "labeled_at"},
+        },
+        **model,
+    )
+
+
 def in_window(frame: pd.DataFrame, start: datetime, end: datetime) -> pd.DataFrame:
     ts = pd.to_datetime(frame["ts"], utc=True)
     return frame[(ts >= start) & (ts < end)]
@@ -105,18 +121,8 @@ def test_the_overall_auc_is_the_label_windows_not_the_unlabelled_outcome_windows
     its overall AUC was "the window does not have both labels" on /metrics, in reports and backfill,
     while the AUC family's fair ranges used the label window's. It is the label window's."""
     frame = make_log()
-    labels = frame[["id", "label"]].copy()
     ts = pd.to_datetime(frame["ts"], utc=True)
-    labels["labeled_at"] = [(t + timedelta(minutes=50)).isoformat() for t in ts]
-    ev = evaluate(
-        frame.drop(columns=["label"]),
-        labels,
-        label_delay="1h",
-        labels={
-            "source": {"kind": "memory", "name": "labels"},
-            "columns": {"id": "id", "label": "label", "timestamp": "labeled_at"},
-        },
-    )
+    ev = evaluate_with_label_source(frame, timedelta(minutes=50), label_delay="1h")
     w = ev.windows[0]
     (auc,) = [v for v in w.model_values if v.metric == "overall_auc"]
     labeled = frame[(ts >= NOW - timedelta(hours=2)) & (ts < NOW - timedelta(hours=1))]
@@ -126,17 +132,8 @@ def test_the_overall_auc_is_the_label_windows_not_the_unlabelled_outcome_windows
 
 def test_labels_from_a_separate_source_are_joined_and_only_arrived_ones_count() -> None:
     frame = make_log()
-    labels = frame[["id", "label"]].copy()
     ts = pd.to_datetime(frame["ts"], utc=True)
-    labels["labeled_at"] = [(t + timedelta(minutes=30)).isoformat() for t in ts]
-    ev = evaluate(
-        frame.drop(columns=["label"]),
-        labels,
-        labels={
-            "source": {"kind": "memory", "name": "labels"},
-            "columns": {"id": "id", "label": "label", "timestamp": "labeled_at"},
-        },
-    )
+    ev = evaluate_with_label_source(frame, timedelta(minutes=30))
     w = ev.windows[0]
     arrived = (ts >= NOW - timedelta(hours=1)) & (ts < NOW - timedelta(minutes=30))
     assert w.n_labeled == int(arrived.sum())
