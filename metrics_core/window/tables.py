@@ -143,6 +143,8 @@ class ScoreTable:
         n = score.shape[0]
         label = _labels(y_true, n)
         weight = as_weights(sample_weight, n)
+        if weight is not None and (weight == 1.0).all():
+            weight = None  # counted rows that are each their own combination: the unweighted sorts
         if np.signbit(score).any():
             score = score + 0.0  # -0.0 and +0.0 are one score; `+ 0.0` turns -0.0 into +0.0
         order, first, edges, distinct = sort_scores(score)

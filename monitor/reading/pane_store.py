@@ -357,9 +357,12 @@ def fingerprint(shape: CountRequest, size: timedelta, source: SourceConfig) -> s
     source's identity (its URL's password masked: rotating it keeps the panes)."""
     where = source.model_dump(include=_SOURCE_IDENTITY)
     where["url"] = mask_url(source.url) if source.url else None
+    # the score column changes what is counted only where it is rounded (panes kept before the
+    # request named it always keep their fingerprint)
+    score = shape.score if shape.score_decimals is not None else None
     described = {
         "format": FORMAT,
-        "request": _plain(dataclasses.replace(shape, ranges=())),
+        "request": _plain(dataclasses.replace(shape, ranges=(), score=score)),
         "size": size.total_seconds(),
         "source": where,
     }

@@ -209,14 +209,13 @@ def count_request(
             flags.append(IndicatorFlags(g.attribute, tuple(g.columns), g.threshold))
         else:
             raw += g.columns
-    rounded = cols.score if model.score_decimals is not None else None
     return CountRequest(
         cols.timestamp,
         tuple(dict.fromkeys(raw)),
         tuple(flags),
         ranges,
         optional,
-        rounded,
+        cols.score if "score" in read else None,
         model.score_decimals,
         labels,
         texts=tuple(dict.fromkeys(texts)),

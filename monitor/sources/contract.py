@@ -100,7 +100,9 @@ class CountRequest:
     indicators: tuple[IndicatorFlags, ...]  # grouped by as flags (where the columns are numeric)
     ranges: tuple[tuple[datetime, datetime], ...]
     optional: tuple[str, ...] = ()  # columns the log may lack (then not counted by)
-    score: str | None = None  # the score column, rounded to score_decimals where it holds numbers
+    score: str | None = (
+        None  # the score column (a key), rounded where score_decimals is set and it holds numbers
+    )
     score_decimals: int | None = None
     labels: LabelJoin | None = None  # labels joined from their own table
     # How the evaluation reads the columns, for sources that store every value as text (CSV):

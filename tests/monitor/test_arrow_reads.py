@@ -224,6 +224,47 @@ def test_postgres_rows_through_arrow_equal_pandas(postgres_url: str, storage: st
 
 
 @pytest.mark.integration
+@pytest.mark.parametrize("decimals", [None, 2])
+def test_postgres_counts_raw_float_scores_in_python(postgres_url: str, decimals: int | None) -> None:
+    """A float score not rounded makes nearly every row its own combination: PostgreSQL sends each
+    row's keys and pandas counts them (no GROUP BY); rounded by ``score_decimals`` it groups them
+    itself. Either way the evaluation equals the row path's."""
+    engine = sa.create_engine(postgres_url)
+    frame = dirty_log()
+    rng = np.random.default_rng(3)
+    frame["score"] = np.where(frame["score"].between(0, 1), rng.random(len(frame)), frame["score"])
+    table = f"raw {uuid.uuid4().hex[:6]}"
+    frame.to_sql(table, engine, index=False)  # score: double precision
+    engine.dispose()
+    source = {"kind": "sql", "url": postgres_url, "table": table}
+    evaluator = build_evaluators(config(source, aggregate=True, score_decimals=decimals))["tox"]
+    sent: list[str] = []
+    compile_ = ArrowReader.compile
+
+    def spy(self: ArrowReader, statement: Any) -> tuple[str, list[Any]]:
+        sql, params = compile_(self, statement)
+        sent.append(sql)
+        return sql, params
+
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(ArrowReader, "compile", spy)
+            counted = evaluator.evaluate(NOW)
+    finally:
+        evaluator.source.close()
+    rows_settings = config({**source, "arrow": False}, aggregate=False, score_decimals=decimals)
+    rows_evaluator = build_evaluators(rows_settings)["tox"]
+    try:
+        rows = rows_evaluator.evaluate(NOW)
+    finally:
+        rows_evaluator.source.close()
+    assert comparable(counted) == comparable(rows)
+    assert counted.rows_read == rows.rows_read > 2000
+    (statement,) = [s for s in sent if "set_config" not in s]
+    assert ("GROUP BY" in statement) == (decimals is not None)
+
+
+@pytest.mark.integration
 def test_a_wrong_postgres_password_fails_cleanly(postgres_url: str, caplog: pytest.LogCaptureFixture) -> None:
     url = sa.make_url(postgres_url).set(password="wrong-secret-1234")
     source = SqlSource(

@@ -83,10 +83,15 @@ TASKS: dict[str, dict[str, Any]] = {
 
 
 def config(
-    source: dict[str, Any], *, aggregate: bool, task: str = "binary", panes: bool | dict[str, Any] = False
+    source: dict[str, Any],
+    *,
+    aggregate: bool,
+    task: str = "binary",
+    panes: bool | dict[str, Any] = False,
+    **keys: Any,
 ) -> Any:
-    """The dirty log's model; ``panes`` off by default: these tests pin one whole read (test_panes
-    pins the panes to it)."""
+    """The dirty log's model (``keys``: more of its keys); ``panes`` off by default: these tests pin
+    one whole read (test_panes pins the panes to it)."""
     return settings_from_dict(
         {
             "models": [
@@ -108,6 +113,7 @@ def config(
                     "label_delay": "2h",
                     "min_samples": 30,
                     "panes": panes if isinstance(panes, dict) else {"enabled": panes},
+                    **keys,
                 }
             ]
         }

@@ -236,6 +236,11 @@ def test_a_changed_config_counts_afresh_and_removes_the_old_files(tmp_path: Path
     )
     rotated = source.model_copy(update={"url": PG.replace("hunter2", "swordfish")})
     assert fingerprint(shape, SIZE, source) == fingerprint(shape, SIZE, rotated)
+    # the score column named in the request changes nothing unless it is rounded
+    scored = CountRequest("ts", ("a",), (), (), score="a")
+    assert fingerprint(scored, SIZE, source) == fingerprint(shape, SIZE, source)
+    rounded = CountRequest("ts", ("a",), (), (), score="a", score_decimals=3)
+    assert fingerprint(rounded, SIZE, source) != fingerprint(shape, SIZE, source)
 
 
 def test_the_folder_holds_exactly_the_kept_panes(tmp_path: Path) -> None:

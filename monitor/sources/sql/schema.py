@@ -37,6 +37,7 @@ class TableSchema:
     numeric: frozenset[str]  # columns of a numeric type
     text: frozenset[str]  # columns of a text type
     single: frozenset[str]  # REAL columns (float4, except on SQLite)
+    floating: frozenset[str]  # floating-point columns (REAL, DOUBLE PRECISION, FLOAT)
     integer: frozenset[str]  # integer columns
     timestamp_indexed: bool  # an index leads with the timestamp column: a time range is an index range
 
@@ -78,6 +79,7 @@ def reflect(
         numeric=numeric_columns(table),
         text=frozenset(c.name for c in table.columns if isinstance(c.type, sa.String)),
         single=frozenset(c.name for c in table.columns if isinstance(c.type, sa.REAL)),
+        floating=frozenset(c.name for c in table.columns if isinstance(c.type, sa.Float)),
         integer=frozenset(c.name for c in table.columns if isinstance(c.type, sa.Integer)),
         timestamp_indexed=_leads_an_index(conn, name, schema, timestamp_column),
     )

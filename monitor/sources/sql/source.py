@@ -171,9 +171,7 @@ class SqlSource:
             if built is None:
                 return None
             keys, flagged, text, packed = built
-            # SQLite's GROUP BY sorts every row (~6 s per million): there each row's keys come as
-            # Arrow columns and pandas' hash grouping counts them (the same combinations and counts)
-            frame = self._reader.counts(connect, keys, text=text, in_python=self._db.is_sqlite)
+            frame = self._reader.counts(connect, keys, text=text, in_python=self._groups_in_python(request))
             return counted_batch(frame if packed is None else unpack(frame, packed), request, flagged)
 
         batch = self._counting(counted)
@@ -315,6 +313,22 @@ class SqlSource:
             self._rows_instead(statement)
             return None
         return statement[0], flagged, text, statement[1]
+
+    def _groups_in_python(self, request: CountRequest) -> bool:
+        """Whether each row's keys come as Arrow columns for pandas' hash grouping to count (the same
+        combinations and counts), rather than the database's ``GROUP BY``: on SQLite, whose
+        ``GROUP BY`` sorts every row (~6 s per million), and for a floating-point score column not
+        rounded by ``score_decimals``, where nearly every row is its own combination and grouping in
+        the database only adds its work to the same rows' transfer (on PostgreSQL, 200 k raw float
+        scores: 0.33 s grouped vs 0.10 s for the rows' keys)."""
+        schema = self._schema if self._query is None else None
+        raw_floats = (
+            schema is not None
+            and request.score is not None
+            and request.score_decimals is None
+            and request.score in schema.floating
+        )
+        return self._db.is_sqlite or raw_floats
 
     def _rows_instead(self, why: str) -> None:
         if why != self._counts_unavailable:  # once per reason, not at every tick
