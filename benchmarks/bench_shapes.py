@@ -27,8 +27,9 @@ times and reports the median (and the fastest).
 
 ``--service SECONDS`` runs the service itself (``fairwatch run``, a real process) on the ``models`` shape at
 ``interval: 60s`` and reads its ``/metrics`` every 2 s: every model's evaluations, the time between two
-successes of one model (median and longest, from each model's second on), the oldest last success (how
-stale the stalest model got) and the ticks skipped.
+successes of one model (median and longest, from each model's second on; the start apart: each model's first
+success after the process started and the gap to its second), the oldest last success (how stale the
+stalest model got) and the ticks skipped.
 """
 
 from __future__ import annotations
@@ -287,6 +288,7 @@ def service(seconds: float, *, quick: bool) -> None:
         fairwatch = Path(sys.executable).with_name("fairwatch")
         log = (Path(tmp) / "run.log").open("w")
         process = subprocess.Popen([str(fairwatch), "run", "--config", str(config)], stdout=log, stderr=log)
+        started = time.time()
         began, worst_age, samples = time.monotonic(), 0.0, 0
         successes: dict[str, set[float]] = {}  # each model's evaluations' end times, as /metrics said them
         families: dict[str, Any] = {}
@@ -324,12 +326,17 @@ def service(seconds: float, *, quick: bool) -> None:
     load = os.getloadavg()
     # from each model's second success on (the first round reads whole windows, the second builds panes)
     gaps = [b - a for times in successes.values() for a, b in itertools.pairwise(sorted(times)[1:])]
+    # the start: each model's first success after the process started, and its first gap
+    firsts = [min(times) - started for times in successes.values()]
+    first_gaps = [sorted(times)[1] - min(times) for times in successes.values() if len(times) > 1]
     result = {
         "models": len(configs),
         "rows": len(frame),
         "seconds": seconds,
         "evaluations_min": min(runs.values()),
         "evaluations_max": max(runs.values()),
+        "first_success_max_seconds": round(max(firsts), 1) if firsts else None,
+        "first_gap_max_seconds": round(max(first_gaps), 1) if first_gaps else None,
         "gap_median_seconds": round(statistics.median(gaps), 1) if gaps else None,
         "gap_max_seconds": round(max(gaps), 1) if gaps else None,
         "stalest_last_success_seconds": round(worst_age, 1),

@@ -33,7 +33,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine, make_url
 
 from monitor.config import SourceConfig
-from monitor.core.errors import ConfigError
+from monitor.core.errors import ConfigError, SourceError
 from monitor.core.secrets import mask_url, url_secrets
 from monitor.sources.contract import Batch, CountRequest, Source
 from monitor.sources.count_sql import unpack
@@ -188,12 +188,28 @@ class SqlSource:
 
     @property
     def narrow_reads(self) -> bool:
-        """Known once a read has seen the stored timestamps: numbers and SQL date-times are bound
-        exactly; text only with ``timestamp_format: iso_utc`` (otherwise whole days are scanned)."""
+        """Whether a narrow piece of a window is read narrowly: numbers and SQL date-times are bound
+        exactly; text only with ``timestamp_format: iso_utc`` (otherwise whole days are scanned).
+        Learned from the stored timestamps - looked at once here when no read has seen them yet, so
+        that a model's first evaluation already builds its sealed panes instead of reading its whole
+        windows and counting the panes at the next one."""
+        if self._placeholders or self.timestamp_column is None:
+            return False
         encoding = self._timestamps.encoding
-        if encoding is None or self._placeholders:
+        if encoding is None:
+            encoding = self._look_at_timestamps()
+        if encoding is None:
             return False
         return encoding.kind in ("epoch", "datetime") or (encoding.kind == "iso" and encoding.exact)
+
+    def _look_at_timestamps(self) -> TimestampEncoding | None:
+        """The stored timestamps' encoding (their smallest and largest); ``None`` when they cannot be
+        read now (the read that follows reports why)."""
+        try:
+            with self._db.reading(self._forget) as connect, connect() as conn:
+                return self._timestamps.detect(conn, self._selectable(conn))
+        except SourceError:
+            return None
 
     def count_ranges(self, request: CountRequest, start: datetime, end: datetime) -> tuple[int, ...] | None:
         """The number of rows in each of ``request``'s time ranges (within ``[start, end)``), in one
