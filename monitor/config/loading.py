@@ -206,8 +206,9 @@ def _check_expansion(root: yaml.Node | None, path: Path) -> None:
 
 
 def _resolve_relative_paths(settings: Settings, base: Path) -> Settings:
-    """``sqlite:///x.db``, ``duckdb:///x.duckdb``, file globs and ``panes.directory`` are relative to
-    the config file, as users expect."""
+    """``sqlite:///x.db``, ``duckdb:///x.duckdb``, file globs, ``panes.directory`` and the store
+    directories of ``publish.url`` and published sources are relative to the config file, as users
+    expect."""
 
     def fix(src: SourceConfig) -> SourceConfig:
         update: dict[str, Any] = {}
@@ -220,6 +221,8 @@ def _resolve_relative_paths(settings: Settings, base: Path) -> Settings:
                 and not rel.startswith(("/", "file:", "?", "md:"))
             ):
                 update["url"] = scheme + str((base / rel).resolve())
+        if src.kind == "published" and src.url and not _URI.match(src.url) and not os.path.isabs(src.url):
+            update["url"] = str(base / src.url)  # a store directory
         path = src.path if src.path and not _URI.match(src.path) else None  # s3a://, hdfs://: as written
         if path and not os.path.isabs(path):
             update["path"] = str(base / path)
@@ -232,7 +235,11 @@ def _resolve_relative_paths(settings: Settings, base: Path) -> Settings:
         panes = m.panes
         if panes.directory and not os.path.isabs(panes.directory):
             panes = panes.model_copy(update={"directory": str(base / panes.directory)})
-        update = {"source": fix(m.source), "labels": labels, "options": options, "panes": panes}
+        publish = m.publish
+        if publish and not _URI.match(publish.url) and not os.path.isabs(publish.url):
+            publish = publish.model_copy(update={"url": str(base / publish.url)})
+        update: dict[str, Any] = {"source": fix(m.source), "labels": labels, "options": options}
+        update |= {"panes": panes, "publish": publish}
         models.append(m.model_copy(update=update))
     server = settings.server
     if server.web_config_file and not os.path.isabs(server.web_config_file):

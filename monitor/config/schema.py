@@ -38,6 +38,7 @@ __all__ = [
     "LabelsConfig",
     "ModelConfig",
     "PanesConfig",
+    "PublishConfig",
     "ServerConfig",
     "Settings",
     "SourceConfig",
@@ -76,15 +77,17 @@ class SourceConfig(_Strict):
     """Where rows come from: ``kind: sql`` (SQLAlchemy URL + table or query), ``kind: files`` or
     ``kind: spark`` (a Spark table or path, counted by the cluster)."""
 
-    kind: Literal["sql", "files", "spark", "memory"]
-    url: str | None = None
+    kind: Literal["sql", "files", "spark", "memory", "published"]
+    url: str | None = None  # sql: an SQLAlchemy URL; published: the store the publishers write to
     table: str | None = None
     schema_: str | None = Field(default=None, alias="schema")
     query: str | None = None
     path: str | None = None  # files: a path or glob, e.g. /var/log/model/predictions-*.jsonl
     format: Literal["jsonl", "csv", "parquet", "delta", "auto"] = "auto"  # delta: spark only
     timestamp_format: Literal["auto", "iso", "iso_utc", "datetime", "epoch"] = "auto"
-    name: str | None = None  # memory: the name the composition root registered
+    # memory: the name the composition root registered; published: the model name the counts were
+    # published under (default: this model's)
+    name: str | None = None
     master: str | None = None  # spark: the master URL (default local[2])
     remote: str | None = None  # spark: a Spark Connect URL (sc://host:15002), instead of master
     conf: dict[str, SparkSetting] = Field(default_factory=dict)  # spark: session settings
@@ -94,6 +97,8 @@ class SourceConfig(_Strict):
     aggregate: bool = True
     # sql: read rows as Arrow columns through an ADBC driver (PostgreSQL; SQLite tables); false: pandas.read_sql
     arrow: bool = True
+    # published: a publisher not heard from for longer is reported stale (its panes still count)
+    stale_after: Duration = timedelta(minutes=10)
 
     @field_validator("url")
     @classmethod
@@ -113,6 +118,12 @@ class SourceConfig(_Strict):
             raise ValueError("`timeout` must be positive, e.g. 60s")
         if self.kind == "files" and not self.path:
             raise ValueError("a files source needs `path` (a file or a glob)")
+        if self.kind == "published":
+            if not self.url:
+                raise ValueError("a published source needs `url`: the store its publishers write to")
+            check_store(self.url)
+        if self.stale_after <= timedelta(0):
+            raise ValueError("`stale_after` must be positive, e.g. 10m")
         if self.kind == "spark":
             self._check_spark()
         else:
@@ -252,6 +263,35 @@ class PanesConfig(_Strict):
         return self
 
 
+class PublishConfig(_Strict):
+    """``models[].publish``: the service publishes the model's counts - every pane of its windows, sealed
+    or open - to a store shared with other replicas, for one fairwatch reading ``source: {kind:
+    published}`` to judge them together (:mod:`monitor.reading.publish`)."""
+
+    # a directory (a shared volume: /shared/fairwatch, file:///shared/fairwatch); relative to the config file
+    url: str
+    # who publishes: default the pod's name ($HOSTNAME), else the host's
+    publisher: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.:-]+$")
+    # also evaluate this replica's own slice (series and alerts of one pod); default: publish only
+    evaluate: bool = False
+
+    @field_validator("url")
+    @classmethod
+    def _a_directory(cls, url: str) -> str:
+        return check_store(url)
+
+
+def check_store(url: str) -> str:
+    """A store of published counts: a directory (a path or ``file://`` URL)."""
+    scheme = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*)://", url)
+    if scheme and scheme.group(1) != "file":
+        raise ValueError(
+            f"{scheme.group(1)}:// stores are not supported; publish to a directory every replica "
+            "mounts (a path or file:///path)"
+        )
+    return url
+
+
 def _default_windows() -> list[WindowConfig]:
     return [WindowConfig(name="1h", length=timedelta(hours=1))]
 
@@ -274,6 +314,7 @@ class ModelConfig(_Strict):
     label_delay: Duration = timedelta(0)
     interval: Duration = timedelta(seconds=60)
     panes: PanesConfig = Field(default_factory=PanesConfig)
+    publish: PublishConfig | None = None  # counts published for a central fairwatch (the fleet)
     metrics: list[str] | None = None  # default: every metric the inputs allow
     fair_ranges: dict[str, tuple[float | None, float | None]] = Field(default_factory=dict)
     min_samples: int = Field(default=DEFAULT_MIN_SAMPLES, ge=1)
@@ -336,7 +377,27 @@ class ModelConfig(_Strict):
             raise ValueError(f"attribute names must be unique, got {attrs}")
         if self.score_decimals is not None and (self.task != "binary" or not self.columns.score):
             raise ValueError("score_decimals rounds a binary model's score column: this model has none")
+        self._check_fleet()
         return self
+
+    def _check_fleet(self) -> None:
+        counted = ("binary", "multiclass")  # tasks whose statistics are counts (monitor.reading.plan)
+        if self.publish is not None:
+            if self.task not in counted:
+                raise ValueError(f"publish: only counts are published, and task {self.task} reads rows")
+            if self.source.kind in ("published", "memory"):
+                raise ValueError(f"publish: a {self.source.kind} source has no log of its own to publish")
+            if self.labels is not None:
+                raise ValueError(
+                    "publish: labels in their own source are not published; log them with the predictions"
+                )
+        if self.source.kind == "published":
+            if self.task not in counted:
+                raise ValueError(f"source.kind published holds counts, and task {self.task} reads rows")
+            if self.labels is not None:
+                raise ValueError(
+                    "source.kind published: the labels come with the published counts; remove `labels`"
+                )
 
 
 class AlertmanagerConfig(_Strict):

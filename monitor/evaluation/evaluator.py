@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from types import MappingProxyType
-from typing import Self
+from typing import Any, Self
 
 import pandas as pd
 
@@ -44,7 +44,8 @@ from monitor.reading.frame import (
 from monitor.reading.pane_store import PaneStore
 from monitor.reading.panes import Panes
 from monitor.reading.plan import ReadPlan
-from monitor.sources.contract import Source
+from monitor.reading.publish import Publisher
+from monitor.sources.contract import FleetSource, Source
 from monitor.tasks import TASKS, WindowRequest, metrics_for
 
 log = logging.getLogger(__name__)
@@ -85,6 +86,8 @@ class Evaluator:
         self.options = model.options.evaluate_kwargs()  # files named by options are read once, now
         panes = Panes(model.panes, model.label_delay, model.name, pane_store) if model.panes.enabled else None
         self.plan = ReadPlan(model, source, label_source, panes)  # rows, counts or panes: decided once
+        self.publisher = Publisher(model, model.publish) if model.publish is not None else None
+        self._stale_said: set[str] = set()  # publishers whose silence was logged
         self._progress = progress or (lambda _msg: None)
         self._absent_said: set[tuple[str, str, str]] = set()  # absent references already warned of
 
@@ -132,6 +135,20 @@ class Evaluator:
             now = end
         else:
             spans = self.spans(now)
+        published = None
+        if self.publisher is not None and not explicit:
+            published = self.plan.publish(self.publisher, now)
+            assert self.model.publish is not None
+            if not self.model.publish.evaluate:  # a sidecar: its counts are judged centrally
+                return ModelEvaluation(
+                    model=self.model.name,
+                    evaluated_at=now,
+                    duration_seconds=time.perf_counter() - t0,
+                    windows=(),
+                    rows_read=published.rows,
+                    read_seconds=time.perf_counter() - t0,
+                    published_panes=published.panes_written,
+                )
         read_start = min(min(s.start, s.label_start) for s in spans)
         read_end = max(s.end for s in spans)
         self._progress(f"reading {self.model.name} [{read_start:%Y-%m-%d %H:%M}, {read_end:%Y-%m-%d %H:%M})")
@@ -164,7 +181,28 @@ class Evaluator:
             pieces_read=read.pieces_read,
             pane_store_up=None if self.plan.panes is None else self.plan.panes.store_up,
             changed_panes=read.changed_panes,
+            published_panes=None if published is None else published.panes_written,
+            **self._fleet(now),
         )
+
+    def _fleet(self, now: datetime) -> dict[str, Any]:
+        """A published source's publishers, when each last published, and which are silent."""
+        if not isinstance(self.source, FleetSource):
+            return {}
+        seen = self.source.publishers()
+        stale_after = self.source.config.stale_after
+        stale = tuple(sorted(p for p, at in seen.items() if at is None or now - at > stale_after))
+        for name in set(stale) - self._stale_said:
+            log.warning(
+                "model %s: publisher %s has not published for more than %s; its panes still count "
+                "until they leave the windows",
+                self.model.name,
+                name,
+                stale_after,
+            )
+        self._stale_said = set(stale)
+        times = {p: float("nan") if at is None else at.timestamp() for p, at in seen.items()}
+        return {"publishers": MappingProxyType(times), "stale_publishers": stale}
 
     def _window(
         self,

@@ -104,9 +104,10 @@ def _evaluator(
     pane_store: PaneStore | None,
 ) -> Evaluator:
     rows_of = (model.columns.model, model.name) if model.columns.model else None
-    source = build_source(
-        model.source, timestamp_column=model.columns.timestamp, model=rows_of, memory=memory
-    )
+    config = model.source
+    if config.kind == "published" and config.name is None:  # the counts published under this model's name
+        config = config.model_copy(update={"name": model.name})
+    source = build_source(config, timestamp_column=model.columns.timestamp, model=rows_of, memory=memory)
     try:
         label_source = None
         if model.labels is not None:

@@ -75,6 +75,11 @@ class ModelEvaluation:
     pieces_read: int | None = None  # statements sent through sealed panes (None: whole windows read)
     pane_store_up: bool | None = None  # the sealed panes written to panes.directory (None: no directory)
     changed_panes: int = 0  # sealed panes whose rows changed since they were kept (counted again)
+    # models[].publish: pane files this evaluation published (None: the model does not publish)
+    published_panes: int | None = None
+    # source kind published: each publisher and when it last published (Unix seconds; NaN: unknown)
+    publishers: Mapping[str, float] | None = None
+    stale_publishers: tuple[str, ...] = ()  # publishers silent for longer than source.stale_after
 
 
 def label_coverage(n_labeled: int, n_rows: int, n_label_rows: int | None) -> float:

@@ -11,13 +11,10 @@ the model's folders of earlier configs are removed when a new one is opened. The
 source thresholded (known only once it answers) are in each file and checked by the panes as if
 they had just been read.
 
-Each file is one Arrow IPC file holding one pane's counted combinations; its schema metadata
-holds the format version, the pane's start and size, its row total and the thresholded
-attributes. Columns of a NumPy or pandas dtype are written by pyarrow with pandas' own metadata;
-a column of Python objects (a SQLite column holding text and numbers) as a dense union with one
-child per Python type, so each value comes back as the same object type. A file is written to a
-temporary name in the same folder, then renamed over (:func:`os.replace`): a reader sees the old
-file or the new one, never half of one.
+Each file is one Arrow IPC file holding one pane's counted combinations
+(:mod:`monitor.sources.count_files`: object columns as unions, written atomically); its schema
+metadata holds the format version, the pane's start and size, its row total and the thresholded
+attributes.
 
 The folder mirrors memory: :meth:`PaneStore.sync` writes the panes kept since the last call and
 removes the files of panes no longer kept (slid out of every window, dropped by a recheck or by
@@ -49,18 +46,16 @@ import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from decimal import Decimal
 from pathlib import Path
 from typing import Any, ClassVar
 
-import numpy as np
 import pandas as pd
-import pyarrow as pa
 
 from monitor.config import SourceConfig
 from monitor.core.errors import ConfigError
 from monitor.core.secrets import mask_url
 from monitor.sources.contract import WEIGHT, CountRequest
+from monitor.sources.count_files import Unwritable, folder_name, is_partial, read_frame, write_frame
 
 __all__ = ["FORMAT", "PaneStore", "StoredPane", "fingerprint", "folder_name"]
 
@@ -72,8 +67,6 @@ _META = b"fairwatch.pane"
 _SUFFIX = ".arrow"
 _FINGERPRINT = re.compile(r"^[0-9a-f]{16}$")
 _PANE_STEM = re.compile(r"-?[0-9]{1,12}", re.ASCII)  # a pane file's name: its start, Unix seconds
-_PLAIN_NAME = re.compile(r"[a-z0-9_.:-]{1,100}")  # a model's folder under its own name
-_WRITE_OPTIONS = pa.ipc.IpcWriteOptions(compression="zstd")  # counts shrink ~14x (a 24 h window: 41 -> 3 MB)
 # what names the rows a source reads (not how: timeouts, Arrow or not, Spark session settings)
 _SOURCE_IDENTITY = {
     "kind",
@@ -89,19 +82,6 @@ _SOURCE_IDENTITY = {
     "remote",
 }
 
-# A Python object column's value types, each a union child: (child name, Arrow type, to Arrow, back)
-_OBJECT_TYPES: dict[type, tuple[str, pa.DataType, Any, Any]] = {
-    float: ("float", pa.float64(), None, float),
-    int: ("int", pa.int64(), None, int),
-    str: ("str", pa.string(), None, str),
-    bool: ("bool", pa.bool_(), None, bool),
-    bytes: ("bytes", pa.binary(), None, bytes),
-    Decimal: ("decimal", pa.string(), str, Decimal),  # as its exact text
-    np.float64: ("float64", pa.float64(), None, np.float64),
-    np.int64: ("int64", pa.int64(), None, np.int64),
-}
-_BY_NAME = {name: back for name, _t, _to, back in _OBJECT_TYPES.values()}
-
 
 @dataclass(frozen=True)
 class StoredPane:
@@ -112,10 +92,6 @@ class StoredPane:
     rows: int
     flagged: frozenset[str]
     written: datetime | None = None  # when its file was last written (its counts read then, or later)
-
-
-class _Unwritable(Exception):
-    """A pane whose values have a type no file column holds (kept in memory only)."""
 
 
 class PaneStore:
@@ -170,7 +146,7 @@ class PaneStore:
                     _remove_folder(other)
             folder.mkdir(exist_ok=True)
             for path in sorted(folder.iterdir()):
-                if path.name.startswith(".") and path.name.endswith(".tmp"):  # a write cut short
+                if is_partial(path):  # a write cut short
                     path.unlink(missing_ok=True)
                     continue
                 if path.suffix != _SUFFIX:
@@ -252,14 +228,6 @@ class PaneStore:
         return self._folder / f"{int(pane.timestamp())}{_SUFFIX}"
 
     def _write(self, pane: datetime, frame: pd.DataFrame, rows: int, flagged: frozenset[str]) -> None:
-        try:
-            table = _table(frame)
-        except _Unwritable as exc:
-            if not self._unwritable:
-                log.warning("model %s: a sealed pane is kept in memory only: %s", self.model, exc)
-                self._unwritable = True
-            self._path(pane).unlink(missing_ok=True)
-            return
         assert self._folder is not None
         meta = {
             "format": FORMAT,
@@ -268,22 +236,14 @@ class PaneStore:
             "pane": pane.astimezone(UTC).isoformat(),
             "rows": rows,
             "flagged": sorted(flagged),
-            "columns": list(frame.columns),
-            "objects": [c for c in frame.columns if frame[c].dtype == object],
         }
-        table = table.replace_schema_metadata({**(table.schema.metadata or {}), _META: json.dumps(meta)})
-        path = self._path(pane)
-        temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         try:
-            with (
-                pa.OSFile(str(temp), "wb") as sink,
-                pa.ipc.new_file(sink, table.schema, options=_WRITE_OPTIONS) as writer,
-            ):
-                writer.write_table(table)
-            os.replace(temp, path)
-        except OSError:
-            temp.unlink(missing_ok=True)
-            raise
+            write_frame(self._path(pane), frame, _META, meta)
+        except Unwritable as exc:
+            if not self._unwritable:
+                log.warning("model %s: a sealed pane is kept in memory only: %s", self.model, exc)
+                self._unwritable = True
+            self._path(pane).unlink(missing_ok=True)
 
     def _fail(self, exc: OSError) -> None:
         if self.up:  # once per episode: each sync tries again, quietly
@@ -339,19 +299,6 @@ class _FolderLock:
                 os.close(self.fd)  # the lock goes with the descriptor
 
 
-def folder_name(model: str) -> str:
-    """The folder of ``model``: its name where that is safe as a name of its own on any file
-    system, else the first 64 characters and ``~`` and a hash of the whole name.
-
-    Names of capitals (``Tox`` and ``tox`` would share a folder where names are compared
-    ignoring case), longer than 100 characters (a file name's limit is 255 bytes) or of dots
-    only (``.``, ``..``) are hashed; ``~`` is no model name's character, so no hashed folder is
-    another model's."""
-    if _PLAIN_NAME.fullmatch(model) and model.strip("."):
-        return model
-    return f"{model[:64]}~{hashlib.sha256(model.encode()).hexdigest()[:16]}"
-
-
 def fingerprint(shape: CountRequest, size: timedelta, source: SourceConfig) -> str:
     """A stable hash of what a pane counts: the request without ranges, the pane size and the
     source's identity (its URL's password masked: rotating it keeps the panes)."""
@@ -388,74 +335,8 @@ def _plain(value: Any) -> Any:
     raise TypeError(f"cannot describe {type(value).__name__} in a pane fingerprint")
 
 
-def _table(frame: pd.DataFrame) -> pa.Table:
-    """The frame as an Arrow table: typed columns by pyarrow, object columns as dense unions."""
-    objects = [c for c in frame.columns if frame[c].dtype == object]
-    typed = frame.drop(columns=objects)
-    try:
-        table = pa.Table.from_pandas(typed, preserve_index=False)
-    except (pa.ArrowException, TypeError, ValueError) as exc:
-        raise _Unwritable(str(exc)[:200]) from exc
-    for column in objects:
-        table = table.append_column(str(column), _union(frame[column].to_numpy()))
-    return table
-
-
-def _union(values: np.ndarray) -> pa.Array:
-    """Python objects as a dense union: one child per value type, each value's type and offset."""
-    kinds: dict[type, int] = {}
-    codes = np.fromiter((kinds.setdefault(type(v), len(kinds)) for v in values), np.int8, len(values))
-    offsets = np.zeros(len(values), dtype=np.int32)
-    children: list[pa.Array] = []
-    names: list[str] = []
-    for kind, code in kinds.items():
-        mask = codes == code
-        if kind is type(None):
-            child, name = pa.nulls(int(mask.sum())), "none"
-        elif kind in _OBJECT_TYPES:
-            name, arrow_type, to_arrow, _back = _OBJECT_TYPES[kind]
-            picked = values[mask]
-            try:
-                child = pa.array([to_arrow(v) for v in picked] if to_arrow else list(picked), type=arrow_type)
-            except (pa.ArrowException, OverflowError) as exc:
-                raise _Unwritable(f"{name} values: {str(exc)[:200]}") from exc
-        else:
-            raise _Unwritable(f"values of type {kind.__name__}")
-        offsets[mask] = np.arange(int(mask.sum()), dtype=np.int32)
-        children.append(child)
-        names.append(name)
-    if not children:  # an empty pane
-        children, names = [pa.nulls(0)], ["none"]
-    return pa.UnionArray.from_dense(
-        pa.array(codes, pa.int8()), pa.array(offsets, pa.int32()), children, names
-    )
-
-
-def _objects(column: pa.ChunkedArray) -> pd.Series:
-    """A dense union column back as Python objects of their original types."""
-    parts = [_union_values(chunk) for chunk in column.chunks]  # (unions cannot be concatenated)
-    return pd.Series(np.concatenate(parts) if parts else np.empty(0, dtype=object), dtype=object)
-
-
-def _union_values(union: pa.UnionArray) -> np.ndarray:
-    codes = union.type_codes.to_numpy(zero_copy_only=False)
-    offsets = union.offsets.to_numpy(zero_copy_only=False)
-    out = np.empty(len(union), dtype=object)
-    for code, field in enumerate(union.type):
-        mask = codes == code
-        if field.name == "none" or not mask.any():
-            continue
-        back = _BY_NAME[field.name]
-        child = union.field(code).to_pylist()
-        picked = offsets[mask]
-        out[mask] = np.fromiter((back(child[i]) for i in picked), dtype=object, count=len(picked))
-    return out
-
-
 def _read(path: Path, size: timedelta, model: str, fingerprint: str) -> StoredPane:
-    with pa.OSFile(str(path)) as source:
-        table = pa.ipc.open_file(source).read_all()
-    meta = json.loads((table.schema.metadata or {})[_META])
+    frame, meta = read_frame(path, _META)
     if meta.get("format") != FORMAT:
         raise ValueError(f"format {meta.get('format')}, not {FORMAT}")
     if meta.get("model") != model or meta.get("fingerprint") != fingerprint:
@@ -465,12 +346,6 @@ def _read(path: Path, size: timedelta, model: str, fingerprint: str) -> StoredPa
     pane = datetime.fromisoformat(meta["pane"])
     if path.stem != str(int(pane.timestamp())) or pane.timestamp() % size.total_seconds():
         raise ValueError("the file's name is not its pane's start")
-    objects = set(meta["objects"])
-    typed = table.drop_columns(list(objects)).to_pandas()
-    frame = pd.DataFrame(
-        {c: _objects(table.column(c)) if c in objects else typed[c] for c in meta["columns"]},
-        index=pd.RangeIndex(table.num_rows),
-    )
     rows = int(meta["rows"])
     if int(frame[WEIGHT].sum()) != rows:
         raise ValueError("its counts do not add up to its row total")
@@ -488,5 +363,5 @@ def _remove_folder(folder: Path) -> None:
 
 def _pane_files(folder: Path) -> Iterator[Path]:
     for path in folder.iterdir():
-        if path.suffix == _SUFFIX or (path.name.startswith(".") and path.name.endswith(".tmp")):
+        if path.suffix == _SUFFIX or is_partial(path):
             yield path

@@ -51,7 +51,7 @@ from monitor.config import PanesConfig
 from monitor.reading.pane_store import PaneStore
 from monitor.sources.contract import WEIGHT, Batch, CountingSource, CountRequest, range_column
 
-__all__ = ["Panes", "PanesRead"]
+__all__ = ["CountedPanes", "Panes", "PanesRead", "count_panes", "pane_runs", "pane_starts"]
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +123,7 @@ class Panes:
             self._full = False
         whole = [
             pane
-            for pane in _panes(start, min(end, sealed_before), self.config.size)
+            for pane in pane_starts(start, min(end, sealed_before), self.config.size)
             # sealed (no rows may still be written into it), inside the range, cut by no window bound
             if pane + self.config.size <= sealed_before
             and start <= pane
@@ -136,7 +136,7 @@ class Panes:
         if new and self._kept:
             per_pane = max(1.0, self.kept_rows() / len(self._kept))
             most = max(1, min(most, int((self.config.max_rows - self.kept_rows()) / per_pane)))
-        for run in _runs(new, self.config.size, most):
+        for run in pane_runs(new, self.config.size, most):
             if self._full:
                 break
             counted = self._count_panes(source, shape, run)
@@ -199,20 +199,11 @@ class Panes:
     def _count_panes(
         self, source: CountingSource, shape: CountRequest, panes: list[datetime]
     ) -> dict[datetime, _Kept] | None:
-        """Consecutive ``panes`` counted whole in one statement: each pane's time range a 0/1 column,
-        the combinations of each pane those with its column 1 (every row lies in one pane)."""
-        size = self.config.size
-        ranges = tuple((pane, pane + size) for pane in panes)
-        batch = source.read_counts(replace(shape, ranges=ranges), panes[0], panes[-1] + size)
-        if batch is None or not self._same_flags(batch.flagged):
+        counted = count_panes(source, shape, panes, self.config.size)
+        if counted is None or not self._same_flags(counted.flagged):
             self._forget()
             return None
-        flags = [range_column(i) for i in range(len(panes))]
-        counted = {}
-        for i, pane in enumerate(panes):
-            frame = batch.frame[batch.frame[flags[i]] == 1].drop(columns=flags).reset_index(drop=True)
-            counted[pane] = _Kept(frame, int(frame[WEIGHT].sum()))
-        return counted
+        return {pane: _Kept(frame, int(frame[WEIGHT].sum())) for pane, frame in counted.frames.items()}
 
     def _keep(self, pane: datetime, kept: _Kept) -> bool:
         if self.kept_rows() + len(kept.frame) > self.config.max_rows:
@@ -374,7 +365,33 @@ def _missing(value: object) -> bool:
         return False
 
 
-def _panes(start: datetime, end: datetime, size: timedelta) -> Iterator[datetime]:
+@dataclass(frozen=True)
+class CountedPanes:
+    """Consecutive panes counted in one statement."""
+
+    frames: dict[datetime, pd.DataFrame]  # each pane's counted combinations, no range columns
+    flagged: frozenset[str]  # the indicator attributes the source thresholded
+    rejected: Counter[str]  # rows the read rejected (unreadable timestamps: in no pane)
+
+
+def count_panes(
+    source: CountingSource, shape: CountRequest, panes: list[datetime], size: timedelta
+) -> CountedPanes | None:
+    """Consecutive ``panes`` counted whole in one statement: each pane's time range a 0/1 column,
+    the combinations of each pane those with its column 1 (every row lies in one pane); ``None``
+    where the source cannot count."""
+    ranges = tuple((pane, pane + size) for pane in panes)
+    batch = source.read_counts(replace(shape, ranges=ranges), panes[0], panes[-1] + size)
+    if batch is None:
+        return None
+    flags = [range_column(i) for i in range(len(panes))]
+    frames = {}
+    for i, pane in enumerate(panes):
+        frames[pane] = batch.frame[batch.frame[flags[i]] == 1].drop(columns=flags).reset_index(drop=True)
+    return CountedPanes(frames, batch.flagged, batch.rejected)
+
+
+def pane_starts(start: datetime, end: datetime, size: timedelta) -> Iterator[datetime]:
     """The starts of the epoch-aligned panes that overlap ``[start, end)``."""
     pane = _EPOCH + ((start.astimezone(UTC) - _EPOCH) // size) * size
     while pane < end:
@@ -394,7 +411,7 @@ def _blocks(panes: list[datetime], size: timedelta) -> list[list[datetime]]:
     return [run[i : i + per] for run in runs for i in range(0, len(run), per)]
 
 
-def _runs(panes: list[datetime], size: timedelta, most: int) -> list[list[datetime]]:
+def pane_runs(panes: list[datetime], size: timedelta, most: int) -> list[list[datetime]]:
     """``panes`` (sorted) in runs of consecutive panes, at most ``most`` to a run."""
     runs: list[list[datetime]] = []
     for pane in panes:

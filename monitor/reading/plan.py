@@ -25,8 +25,10 @@ from datetime import datetime
 from typing import Literal
 
 from monitor.config import ModelConfig
+from monitor.core.errors import SourceError
 from monitor.reading.label_join import join_labels
 from monitor.reading.panes import Panes
+from monitor.reading.publish import Published, Publisher
 from monitor.sources.contract import (
     Batch,
     CountingSource,
@@ -124,6 +126,12 @@ class ReadPlan:
                 self._say_if_distinct(batch)
                 return WindowsRead(batch)
         return WindowsRead(self._read_rows(start, end))
+
+    def publish(self, publisher: Publisher, now: datetime) -> Published:
+        """The model's panes of the horizon ending ``now``, published (``models[].publish``)."""
+        if self._counting is None or self._shape is None:
+            raise SourceError(f"model {self.model.name}: only counted models publish (its source reads rows)")
+        return publisher.publish(self._counting, self._shape, now)
 
     def _say_if_distinct(self, batch: Batch) -> None:
         """Once: a counted window whose combinations are nearly its rows - raw float scores."""

@@ -1,8 +1,9 @@
 """Prediction and label sources, chosen by the ``kind:`` of a source config.
 
 Each kind is a sub-package that imports only the contract (:mod:`~monitor.sources.contract`),
-the shared frame helpers (:mod:`~monitor.sources.frames`) and the count statement
-(:mod:`~monitor.sources.count_sql`), never another kind; :data:`KINDS` names the class of each,
+the shared frame helpers (:mod:`~monitor.sources.frames`), the count statement
+(:mod:`~monitor.sources.count_sql`) and counts files (:mod:`~monitor.sources.count_files`), never
+another kind; :data:`KINDS` names the class of each,
 imported only when a config uses it (Spark's and DuckDB's libraries load only for their kinds).
 """
 
@@ -35,6 +36,7 @@ KINDS: Mapping[str, str] = MappingProxyType(
         "sql": "monitor.sources.sql.source:SqlSource",
         "files": "monitor.sources.files.source:FileSource",
         "spark": "monitor.sources.spark.source:SparkSource",
+        "published": "monitor.sources.published.source:PublishedSource",
     }
 )
 

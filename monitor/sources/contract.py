@@ -20,10 +20,10 @@ its frames are in :mod:`monitor.sources.frames`, the SQL they count with in
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import pandas as pd
 
@@ -34,6 +34,7 @@ __all__ = [
     "Batch",
     "CountRequest",
     "CountingSource",
+    "FleetSource",
     "IndicatorFlags",
     "LabelJoin",
     "LabelJoiningSource",
@@ -164,6 +165,17 @@ class CountingSource(Source, Protocol):
     def narrow_reads(self) -> bool:
         """Whether counting a small part of a window costs about that part (an index range, file
         statistics), not a scan of much more: only then do sealed panes pay (:mod:`monitor.reading.panes`)."""
+        ...
+
+
+@runtime_checkable
+class FleetSource(CountingSource, Protocol):
+    """A counting source whose counts several publishers wrote (``kind: published``)."""
+
+    config: Any  # its SourceConfig (stale_after)
+
+    def publishers(self) -> Mapping[str, datetime | None]:
+        """Each publisher seen at the last read, and when it last published (``None``: unknown)."""
         ...
 
 

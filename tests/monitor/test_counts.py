@@ -92,32 +92,27 @@ def config(
 ) -> Any:
     """The dirty log's model (``keys``: more of its keys); ``panes`` off by default: these tests pin
     one whole read (test_panes pins the panes to it)."""
-    return settings_from_dict(
-        {
-            "models": [
-                {
-                    "name": "tox",
-                    "source": {**source, "aggregate": aggregate},
-                    **TASKS[task],
-                    "groups": [
-                        {"attribute": "identity", "kind": "indicator", "columns": IDENTITY, "threshold": 0.5},
-                        {"attribute": "race", "kind": "categorical", "column": "race", "reference": "a"},
-                        {
-                            "attribute": "race&sex",
-                            "kind": "intersection",
-                            "columns": ["race", "sex"],
-                            "min_size": 40,
-                        },
-                    ],
-                    "windows": [{"name": "1h", "length": "1h"}, {"name": "6h", "length": "6h"}],
-                    "label_delay": "2h",
-                    "min_samples": 30,
-                    "panes": panes if isinstance(panes, dict) else {"enabled": panes},
-                    **keys,
-                }
-            ]
-        }
-    )
+    model = model_config({**source, "aggregate": aggregate}, task=task)
+    model["panes"] = panes if isinstance(panes, dict) else {"enabled": panes}
+    return settings_from_dict({"models": [model | keys]})
+
+
+def model_config(source: dict[str, Any], *, task: str = "binary") -> dict[str, Any]:
+    """The dirty log's model ``tox`` reading ``source``: indicator, categorical and intersection
+    groups, windows of 1 h and 6 h, labels 2 h late."""
+    return {
+        "name": "tox",
+        "source": source,
+        **TASKS[task],
+        "groups": [
+            {"attribute": "identity", "kind": "indicator", "columns": IDENTITY, "threshold": 0.5},
+            {"attribute": "race", "kind": "categorical", "column": "race", "reference": "a"},
+            {"attribute": "race&sex", "kind": "intersection", "columns": ["race", "sex"], "min_size": 40},
+        ],
+        "windows": [{"name": "1h", "length": "1h"}, {"name": "6h", "length": "6h"}],
+        "label_delay": "2h",
+        "min_samples": 30,
+    }
 
 
 def evaluate(

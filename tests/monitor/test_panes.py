@@ -179,12 +179,14 @@ def test_late_rows_are_counted_and_folded_in_at_the_recheck(tmp_path: Path, inde
         )
     )
     store.append(late)
-    stale = through.evaluate(TICKS[3])  # recheck not due yet: the kept pane does not have them
-    assert stale.late_rows == 0
-    assert stale.rows_read == whole.evaluate(TICKS[3]).rows_read - 25
+    # the recheck of totals is not due yet; the pane may be among the few counted again whole at
+    # this tick (each kept pane once within panes.recheck) - or not yet: then it lacks them
+    early = through.evaluate(TICKS[3])
+    if early.late_rows == 0:
+        assert early.rows_read == whole.evaluate(TICKS[3]).rows_read - 25
     folded_at = TICKS[3] + timedelta(minutes=46)  # past panes.recheck
     folded = through.evaluate(folded_at)
-    assert folded.late_rows == 25
+    assert early.late_rows + folded.late_rows == 25  # found once, within one recheck at the latest
     assert same_report(folded) == same_report(whole.evaluate(folded_at))
     assert through.evaluate(folded_at + timedelta(minutes=1)).late_rows == 0
 
@@ -246,10 +248,10 @@ def test_pane_settings_are_checked() -> None:
 
 
 def test_panes_are_epoch_aligned() -> None:
-    from monitor.reading.panes import _gaps, _panes
+    from monitor.reading.panes import _gaps, pane_starts
 
     start = datetime.fromisoformat("2026-11-22T03:17:00+00:00")
-    panes = list(_panes(start, start + timedelta(hours=1), timedelta(minutes=30)))
+    panes = list(pane_starts(start, start + timedelta(hours=1), timedelta(minutes=30)))
     assert [p.isoformat() for p in panes] == [
         "2026-11-22T03:00:00+00:00",
         "2026-11-22T03:30:00+00:00",

@@ -235,7 +235,33 @@ def _self_metrics(snapshot: Snapshot, version: str) -> list[Metric]:
         _per_model_gauge(series.SOURCE_UP, models, lambda s: 1 if s.source_up else 0),
         _per_model_gauge(series.MODEL_INTERVAL, models, lambda s: s.interval_seconds),
         _per_model_gauge(series.PANE_STORE_UP, models, _pane_store_up),
+        _per_model_gauge(
+            series.LAST_PUBLISHED_PANES,
+            models,
+            lambda s: s.last_evaluation.published_panes if s.last_evaluation else None,
+        ),
+        *_publishers(models),
     ]
+
+
+def _publishers(models: list[ModelStatus]) -> list[Metric]:
+    """How many publishers a published source read, fresh and stale, and when each last published."""
+    counts = GaugeMetricFamily(
+        series.PUBLISHERS.name, series.PUBLISHERS.help, labels=series.PUBLISHERS.labels
+    )
+    seen = series.PUBLISHER_LAST_SEEN
+    last_seen = GaugeMetricFamily(seen.name, seen.help, labels=seen.labels)
+    for status in models:
+        evaluation = status.last_evaluation
+        if evaluation is None or evaluation.publishers is None:
+            continue
+        stale = len(evaluation.stale_publishers)
+        counts.add_metric([status.name, "fresh"], len(evaluation.publishers) - stale)
+        counts.add_metric([status.name, "stale"], stale)
+        for publisher, at in sorted(evaluation.publishers.items()):
+            if not math.isnan(at):
+                last_seen.add_metric([status.name, publisher], at)
+    return [counts, last_seen]
 
 
 def _pane_store_up(status: ModelStatus) -> float | None:

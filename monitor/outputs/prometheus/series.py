@@ -242,6 +242,25 @@ PANE_STORE_UP = Family(
     "again at every evaluation); absent without panes.directory.",
     MODEL_LABELS,
 )
+LAST_PUBLISHED_PANES = Family(
+    "last_published_panes",
+    "Pane files the model's last evaluation published to its store (models[].publish: open panes again "
+    "at every tick, sealed ones once); absent for a model that does not publish.",
+    MODEL_LABELS,
+)
+PUBLISHERS = Family(
+    "publishers",
+    "Publishers of the model's counts a published source read at its last evaluation, by state: "
+    "fresh, or stale (silent for longer than source.stale_after; their panes still count until they "
+    "leave the windows).",
+    ("model", "state"),
+)
+PUBLISHER_LAST_SEEN = Family(
+    "publisher_last_seen_timestamp_seconds",
+    "Unix time (the publisher's clock) of the publisher's last publication of the model's counts, as "
+    "the published source read it at its last evaluation.",
+    ("model", "publisher"),
+)
 
 #: Per alert sink (``SinkStats`` fields).
 ALERTS_SENT = Family("alerts_sent_total", "Alert notifications delivered.", ("sink",), "counter", "sent")
@@ -283,4 +302,7 @@ SERVICE_FAMILIES = (
     SOURCE_UP,
     MODEL_INTERVAL,
     PANE_STORE_UP,
+    LAST_PUBLISHED_PANES,
+    PUBLISHERS,
+    PUBLISHER_LAST_SEEN,
 )

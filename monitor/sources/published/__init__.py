@@ -1,0 +1,1 @@
+"""``kind: published``: counts that replicas published to a shared store (the fleet)."""

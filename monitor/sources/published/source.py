@@ -1,0 +1,169 @@
+"""``source: {kind: published, url: ...}``: the counts other fairwatch services published, merged.
+
+Each replica of a model server runs fairwatch beside it with ``models[].publish`` (a sidecar that
+counts its own pod's log, :mod:`monitor.reading.publish`); one central fairwatch reads every
+publisher's panes of the model from the shared store (:mod:`monitor.sources.published.store`)
+and adds them up. Score tables and confusion counts are sufficient statistics, so the sum of the
+replicas' counts is exactly the count of all their rows together: every value, interval and alert
+equals those of one evaluation over the union of the logs.
+
+A window counts every published pane that overlaps it: its bounds are rounded out to whole panes
+(a 24 h window ending at 10:37 counts the panes from 10:00 yesterday, and the open pane of 10:00
+today up to each publisher's last publication). Windows whose bounds fall on pane boundaries
+(``--start``/``--end`` on whole hours, with hourly panes) are exact.
+
+Files are read once and kept while their size and modification time stay the same; a publisher
+publishes its open panes at every tick, so a central tick reads those and lists the rest.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Mapping
+from datetime import datetime
+from pathlib import Path
+
+import pandas as pd
+
+from monitor.config import SourceConfig
+from monitor.core.errors import SourceError
+from monitor.sources.contract import WEIGHT, Batch, CountRequest, range_column
+from monitor.sources.published.store import (
+    Heartbeat,
+    PaneDirectory,
+    PublishedPane,
+    request_fingerprint,
+    store_path,
+)
+
+__all__ = ["PublishedSource"]
+
+log = logging.getLogger(__name__)
+
+
+class PublishedSource:
+    """Every publisher's counts of one model, merged (a counting source that reads no log)."""
+
+    def __init__(
+        self,
+        config: SourceConfig,
+        *,
+        timestamp_column: str | None = None,
+        model: tuple[str, str] | None = None,
+    ) -> None:
+        assert config.url is not None and config.name is not None, "checked by the config"
+        self.config = config
+        self.store = PaneDirectory(store_path(config.url, "source.url"), config.name)
+        self._files: dict[Path, tuple[tuple[int, int], PublishedPane | None]] = {}
+        self._publishers: dict[str, datetime | None] = {}
+        self._heartbeats: dict[str, Heartbeat] = {}
+        self._said: str | None = None  # the last "nothing published" reason logged
+
+    def describe(self) -> str:
+        return f"published:{self.store.folder}"
+
+    def close(self) -> None:
+        self._files.clear()
+
+    def read(self, start: datetime, end: datetime) -> Batch:
+        raise SourceError(
+            f"{self.describe()}: published counts are counts, not rows; a model that reads them must "
+            "count (task binary or multiclass)"
+        )
+
+    def read_counts(self, request: CountRequest, start: datetime, end: datetime) -> Batch | None:
+        """Every publisher's panes overlapping ``[start, end)``, each range's 0/1 column 1 for the
+        panes that overlap it, merged into one counted batch."""
+        fingerprint = request_fingerprint(request)
+        panes = self._panes(fingerprint)
+        if not panes:
+            raise SourceError(self._nothing_published(fingerprint))
+        self._said = None
+        flagged = {pane.flagged for pane in panes}
+        if len(flagged) > 1:
+            by = sorted({f"{p.publisher}: {sorted(p.flagged)}" for p in panes})
+            raise SourceError(
+                f"{self.describe()}: publishers thresholded different indicator attributes (a column "
+                f"numeric in one pod's log, text in another's): {'; '.join(by[:5])}"
+            )
+        chosen = [p for p in panes if p.pane < end and p.end > start] or panes[:1]
+        frames = []
+        for pane in chosen:
+            inside = pane.pane < end and pane.end > start
+            flags = {
+                range_column(i): int(inside and pane.pane < hi and pane.end > lo)
+                for i, (lo, hi) in enumerate(request.ranges)
+            }
+            frame = pane.frame if inside else pane.frame.iloc[:0]  # no pane in range: its columns only
+            frames.append(frame.assign(**flags))
+        both = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+        merged = _merged(both)
+        rejected = sum((beat.rejected for beat in self._heartbeats.values()), Counter[str]())
+        return Batch(merged, rejected, counted=True, flagged=flagged.pop())
+
+    def count_ranges(self, request: CountRequest, start: datetime, end: datetime) -> tuple[int, ...] | None:
+        return None  # no sealed panes of its own to recheck (see narrow_reads)
+
+    @property
+    def narrow_reads(self) -> bool:
+        return False  # already panes: no sealed panes of its own on top
+
+    def publishers(self) -> Mapping[str, datetime | None]:
+        """Each publisher seen at the last read, and when it last published (``None``: unknown)."""
+        return dict(self._publishers)
+
+    # -- internals --------------------------------------------------------------------------------
+
+    def _panes(self, fingerprint: str) -> list[PublishedPane]:
+        """Every published pane of ``fingerprint``, files read again only when they changed."""
+        seen: dict[Path, tuple[tuple[int, int], PublishedPane | None]] = {}
+        for publisher, path in self.store.pane_files(fingerprint):
+            try:
+                stat = path.stat()
+            except FileNotFoundError:
+                continue
+            stamp = (stat.st_mtime_ns, stat.st_size)
+            cached = self._files.get(path)
+            if cached is not None and cached[0] == stamp:
+                seen[path] = cached
+            else:
+                seen[path] = (stamp, self.store.read(path, fingerprint, publisher))
+        self._files = seen
+        panes = [pane for _, pane in seen.values() if pane is not None]
+        self._heartbeats = self.store.heartbeats(fingerprint)
+        publishers = {name: beat.published_at for name, beat in self._heartbeats.items()}
+        for pane in panes:  # a publisher without a heartbeat: its newest publication
+            if publishers.get(pane.publisher) is None:
+                publishers[pane.publisher] = max(
+                    (p.published_at for p in panes if p.publisher == pane.publisher), default=None
+                )
+        self._publishers = publishers
+        return sorted(panes, key=lambda p: (p.pane, p.publisher))
+
+    def _nothing_published(self, fingerprint: str) -> str:
+        others = [f for f in self.store.fingerprints() if f != fingerprint]
+        if others:
+            why = (
+                f"nothing published for this model's config (fingerprint {fingerprint}), but counts of "
+                f"{len(others)} other config(s) are there ({', '.join(others[:3])}): the publishers' model "
+                "config (columns, groups, thresholds, score_decimals) must match the central's"
+            )
+        else:
+            why = f"nothing published yet for model {self.store.model!r}"
+        if why != self._said:
+            log.warning("%s: %s", self.describe(), why)
+            self._said = why
+        return f"{self.describe()}: {why}"
+
+
+def _merged(frame: pd.DataFrame) -> pd.DataFrame:
+    """The publishers' combinations added up where they repeat (a counted batch may repeat one; this
+    only makes it smaller). Values pandas cannot hash (a JSON Lines list) are left as they are."""
+    keys = [c for c in frame.columns if c != WEIGHT]
+    if not keys:
+        return frame
+    try:
+        return frame.groupby(keys, dropna=False, sort=False)[WEIGHT].sum().reset_index()
+    except TypeError:  # unhashable values
+        return frame

@@ -1,0 +1,192 @@
+"""The fleet: replicas publish their counts, one central fairwatch judges them all.
+
+The reference is one evaluation over the union of the replicas' logs (itself pinned to the row path
+in test_counts): the central's evaluation of the published counts must equal it value for value.
+The logs are test_counts' dirty log (NULL and text in numeric columns, blank and missing categories,
+two models in one table), dealt to three replicas by row.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from monitor.config import settings_from_dict
+from monitor.core.errors import SourceError
+from monitor.evaluation.evaluators import build_evaluators
+from monitor.evaluation.results import ModelEvaluation
+from monitor.sources.published.store import HEARTBEAT
+from tests.monitor.test_counts import NOW, SQLITE_TIMESTAMPS, comparable, dirty_log, model_config, sqlite_log
+from tests.monitor.test_file_counts import dirty_text_log, write_jsonl
+
+PODS = ("pod-a", "pod-b", "pod-c")
+
+
+def _model(source: dict[str, Any], **keys: Any) -> dict[str, Any]:
+    """test_counts' model reading ``source``, with more ``keys``."""
+    return model_config(source) | keys
+
+
+def _settings(model: dict[str, Any]) -> Any:
+    return settings_from_dict({"models": [model]})
+
+
+def _logs(tmp_path: Path, frame: pd.DataFrame) -> list[str]:
+    """The dirty log dealt to the replicas by row (each its own SQLite file)."""
+    ts_type, to_stored = SQLITE_TIMESTAMPS["iso-text"]
+    return [sqlite_log(tmp_path, frame.iloc[i :: len(PODS)], ts_type, to_stored) for i in range(len(PODS))]
+
+
+def _table(url: str) -> dict[str, Any]:
+    return {"kind": "sql", "url": url, "table": "predictions", "timestamp_format": "iso_utc"}
+
+
+def _evaluate(model: dict[str, Any], at: Any, **explicit: Any) -> ModelEvaluation:
+    with build_evaluators(_settings(model)) as evaluators:
+        return evaluators["tox"].evaluate(at, **explicit)
+
+
+def _publish(
+    tmp_path: Path, store: Path, at: Any, frame: pd.DataFrame | None = None
+) -> list[ModelEvaluation]:
+    frame = dirty_log() if frame is None else frame
+    return [
+        _evaluate(_model(_table(url), publish={"url": str(store), "publisher": pod}), at)
+        for url, pod in zip(_logs(tmp_path, frame), PODS, strict=True)
+    ]
+
+
+def _union(tmp_path: Path, at: Any, **explicit: Any) -> ModelEvaluation:
+    ts_type, to_stored = SQLITE_TIMESTAMPS["iso-text"]
+    url = sqlite_log(tmp_path, dirty_log(), ts_type, to_stored)
+    return _evaluate(_model(_table(url)), at, **explicit)
+
+
+def test_the_central_equals_one_evaluation_of_the_union(tmp_path: Path) -> None:
+    """Scheduled windows ending on a pane boundary, and an explicit range of whole panes."""
+    store = tmp_path / "store"
+    published = _publish(tmp_path, store, NOW)
+    # a sidecar publishes and judges nothing itself: no windows, no series, no alerts
+    assert all(p.windows == () and p.published_panes for p in published)
+    assert sum(p.rows_read for p in published) > 0
+    central = _model({"kind": "published", "url": str(store)})
+    fleet = _evaluate(central, NOW)
+    union = _union(tmp_path, NOW)
+    assert comparable(fleet) == comparable(union)
+    assert fleet.windows and fleet.windows[0].values  # something was computed
+    assert sorted(fleet.publishers or {}) == list(PODS) and fleet.stale_publishers == ()
+    start, end = NOW - timedelta(hours=7), NOW - timedelta(hours=1)
+    ranged = _evaluate(central, NOW, start=start, end=end)
+    assert comparable(ranged) == comparable(_union(tmp_path, NOW, start=start, end=end))
+
+
+def test_sidecars_of_json_lines_logs_equal_the_union(tmp_path: Path) -> None:
+    """The sidecar's usual log: JSON Lines with test_file_counts' dirt (mixed timestamp forms, NA
+    strings, numbers as text, lists, missing keys, a line being written). Unreadable lines and
+    timestamps belong to no pane: each publisher says how many its newest read rejected."""
+    frame = dirty_text_log()
+    store = tmp_path / "store"
+    for i, pod in enumerate(PODS):
+        path = write_jsonl(tmp_path / "pods" / pod, frame.iloc[i :: len(PODS)], gz=False)
+        _evaluate(_model({"kind": "files", "path": path}, publish={"url": str(store), "publisher": pod}), NOW)
+    fleet = _evaluate(_model({"kind": "published", "url": str(store)}), NOW)
+    union = _evaluate(_model({"kind": "files", "path": str(tmp_path / "pods" / "*" / "log-*.jsonl")}), NOW)
+    assert comparable(fleet) == comparable(union)
+    assert fleet.rejected["timestamp_invalid"] > 0 and fleet.rejected["line_invalid"] == len(PODS)
+
+
+def test_publishing_again_replaces_and_a_restart_counts_only_open_panes(tmp_path: Path) -> None:
+    """A retried or restarted publisher never counts twice; sealed panes are not published again."""
+    store = tmp_path / "store"
+    first = _publish(tmp_path, store, NOW)
+    files = sorted(p.relative_to(store) for p in store.rglob("*.arrow"))
+    again = _publish(tmp_path, store, NOW)  # new processes: nothing in memory
+    assert sorted(p.relative_to(store) for p in store.rglob("*.arrow")) == files
+    # the 8 panes of 04:00-11:00 (6 h window + 2 h label delay) the first time; again only those not
+    # sealed (2 h 10 min after their end) at 12:00: 09:00, 10:00 and 11:00
+    assert [p.published_panes for p in first] == [8, 8, 8]
+    assert [p.published_panes for p in again] == [3, 3, 3]
+    fleet = _evaluate(_model({"kind": "published", "url": str(store)}), NOW)
+    assert comparable(fleet) == comparable(_union(tmp_path, NOW))
+
+
+def test_a_central_window_rounds_out_to_whole_panes(tmp_path: Path) -> None:
+    """At 12:20 the central's 1 h window [11:20, 12:20) counts the panes of 11:00 and 12:00: the
+    union over [11:00, 13:00) (here: everything up to the last publication)."""
+    store = tmp_path / "store"
+    _publish(tmp_path, store, NOW + timedelta(minutes=20))
+    central = _evaluate(_model({"kind": "published", "url": str(store)}), NOW + timedelta(minutes=20))
+    whole = _union(tmp_path, NOW, start=NOW - timedelta(hours=1), end=NOW + timedelta(hours=1))
+    (one_hour,) = [w for w in central.windows if w.window == "1h"]
+    assert one_hour.n_rows == whole.windows[0].n_rows > 0
+
+
+def test_a_publisher_that_stops_still_counts_and_is_reported_stale(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = tmp_path / "store"
+    _publish(tmp_path, store, NOW)
+    later = NOW + timedelta(hours=1)  # on a pane boundary: the union's windows are whole panes too
+    urls = _logs(tmp_path, dirty_log())
+    for url, pod in zip(urls[:2], PODS[:2], strict=True):  # pod-c was scaled down
+        _evaluate(_model(_table(url), publish={"url": str(store), "publisher": pod}), later)
+    central = _model({"kind": "published", "url": str(store), "stale_after": "20m"})
+    with caplog.at_level("WARNING", logger="monitor"):
+        fleet = _evaluate(central, later)
+    assert fleet.stale_publishers == ("pod-c",)
+    assert fleet.publishers is not None and fleet.publishers["pod-c"] == NOW.timestamp()
+    assert fleet.publishers["pod-a"] == later.timestamp()
+    assert any("publisher pod-c has not published" in r.getMessage() for r in caplog.records)
+    # its panes still count: the union of all three logs, not of two
+    assert comparable(fleet) == comparable(_union(tmp_path, later))
+
+
+def test_a_write_cut_short_is_never_read(tmp_path: Path) -> None:
+    """A publisher killed mid-write leaves a temporary file: the central ignores it, the publisher's
+    next start removes it."""
+    store = tmp_path / "store"
+    _publish(tmp_path, store, NOW)
+    folder = next(p.parent for p in store.rglob("*.arrow") if "pod-a" in str(p))
+    cut = folder / f".{int(NOW.timestamp())}.arrow.999.tmp"
+    cut.write_bytes(b"ARROW1 half a file")
+    (folder / "12345.arrow").write_bytes(b"not arrow at all")  # a damaged file: logged, not counted
+    fleet = _evaluate(_model({"kind": "published", "url": str(store)}), NOW)
+    assert comparable(fleet) == comparable(_union(tmp_path, NOW))
+    _publish(tmp_path, store, NOW)
+    assert not cut.exists()
+    beat = json.loads((folder / HEARTBEAT).read_text())
+    assert beat["publisher"] == "pod-a" and beat["pid"] == os.getpid()
+
+
+def test_a_central_whose_config_differs_says_so(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    _publish(tmp_path, store, NOW)
+    other = _model({"kind": "published", "url": str(store)}, score_decimals=1)
+    with build_evaluators(_settings(other)) as evaluators, pytest.raises(SourceError) as failure:
+        evaluators["tox"].evaluate(NOW)
+    assert "other config(s)" in str(failure.value) and "score_decimals" in str(failure.value)
+
+
+def test_fleet_config_errors_name_the_key(tmp_path: Path) -> None:
+    table = _table("sqlite:///x.db")
+    with pytest.raises(Exception, match="publish: only counts are published"):
+        _settings(
+            _model(
+                table,
+                task="regression",
+                columns={"timestamp": "ts", "score": "s", "label": "l"},
+                publish={"url": "s"},
+            )
+        )
+    with pytest.raises(Exception, match="needs `url`"):
+        _settings(_model({"kind": "published"}))
+    with pytest.raises(Exception, match=r"models\[0\]\.publish\.url: s3:// stores are not supported"):
+        _settings(_model(table, publish={"url": "s3://bucket/x", "publisher": "p"}))
+    with pytest.raises(Exception, match="publish: a published source has no log of its own"):
+        _settings(_model({"kind": "published", "url": "s"}, publish={"url": "s"}))
