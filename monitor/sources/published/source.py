@@ -21,9 +21,11 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from monitor.config import SourceConfig
@@ -38,6 +40,9 @@ from monitor.sources.published.store import (
 )
 
 __all__ = ["PublishedSource"]
+
+#: A pane file's identity: its path, inode, modification time and size.
+_Key = tuple[Path, int, int, int]
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +60,10 @@ class PublishedSource:
         assert config.url is not None and config.name is not None, "checked by the config"
         self.config = config
         self.store = PaneDirectory(store_path(config.url, "source.url"), config.name)
-        self._files: dict[Path, tuple[tuple[int, int], PublishedPane | None]] = {}
+        self._files: dict[Path, tuple[_Key, PublishedPane | None]] = {}
+        self._previous: set[_Key] = set()  # the files the previous read used
+        # the unchanged panes' (file, range flags), merged with their range columns
+        self._stable: tuple[frozenset[tuple[_Key, tuple[int, ...]]], pd.DataFrame | None] | None = None
         self._publishers: dict[str, datetime | None] = {}
         self._heartbeats: dict[str, Heartbeat] = {}
         self._said: str | None = None  # the last "nothing published" reason logged
@@ -74,33 +82,52 @@ class PublishedSource:
 
     def read_counts(self, request: CountRequest, start: datetime, end: datetime) -> Batch | None:
         """Every publisher's panes overlapping ``[start, end)``, each range's 0/1 column 1 for the
-        panes that overlap it, merged into one counted batch."""
+        panes that overlap it, in one counted batch."""
         fingerprint = request_fingerprint(request)
-        panes = self._panes(fingerprint)
-        if not panes:
+        found = self._panes(fingerprint)
+        if not found:
             raise SourceError(self._nothing_published(fingerprint))
         self._said = None
-        flagged = {pane.flagged for pane in panes}
+        flagged = {pane.flagged for _, pane in found}
         if len(flagged) > 1:
-            by = sorted({f"{p.publisher}: {sorted(p.flagged)}" for p in panes})
+            by = sorted({f"{p.publisher}: {sorted(p.flagged)}" for _, p in found})
             raise SourceError(
                 f"{self.describe()}: publishers thresholded different indicator attributes (a column "
                 f"numeric in one pod's log, text in another's): {'; '.join(by[:5])}"
             )
-        chosen = [p for p in panes if p.pane < end and p.end > start] or panes[:1]
-        frames = []
-        for pane in chosen:
-            inside = pane.pane < end and pane.end > start
-            flags = {
-                range_column(i): int(inside and pane.pane < hi and pane.end > lo)
-                for i, (lo, hi) in enumerate(request.ranges)
-            }
-            frame = pane.frame if inside else pane.frame.iloc[:0]  # no pane in range: its columns only
-            frames.append(frame.assign(**flags))
-        both = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-        merged = _merged(both)
+        chosen = [
+            (key, pane, tuple(int(pane.pane < hi and pane.end > lo) for lo, hi in request.ranges))
+            for key, pane in found
+            if pane.pane < end and pane.end > start
+        ]
+        if not chosen:  # no pane in range: an empty batch with the panes' columns
+            key, pane = found[0]
+            chosen = [(key, replace(pane, frame=pane.frame.iloc[:0]), (0,) * len(request.ranges))]
+        frame = self._assembled(chosen, len(request.ranges))
         rejected = sum((beat.rejected for beat in self._heartbeats.values()), Counter[str]())
-        return Batch(merged, rejected, counted=True, flagged=flagged.pop())
+        return Batch(frame, rejected, counted=True, flagged=flagged.pop())
+
+    def _assembled(
+        self, chosen: list[tuple[_Key, PublishedPane, tuple[int, ...]]], ranges: int
+    ) -> pd.DataFrame:
+        """The chosen panes with their range columns, as one frame. The panes that did not change since
+        the previous read (sealed ones: most of them) are merged once and kept while they and their
+        range columns stay the same (the windows cross a pane boundary once per pane); the others are
+        appended at each read (a counted batch may repeat a combination)."""
+        unchanged = [(key, pane, flags) for key, pane, flags in chosen if key in self._previous]
+        self._previous = {key for key, _, _ in chosen}
+        stable = frozenset((key, flags) for key, _, flags in unchanged)
+        kept_ids = self._stable[0] if self._stable is not None else frozenset()
+        if self._stable is None or not kept_ids <= stable or len(stable - kept_ids) > len(kept_ids):
+            self._stable = (stable, _merged(_with_ranges(unchanged, ranges)) if unchanged else None)
+            kept_ids = stable
+        rest = [(key, pane, flags) for key, pane, flags in chosen if (key, flags) not in kept_ids]
+        parts = [
+            frame
+            for frame in (self._stable[1], _with_ranges(rest, ranges) if rest else None)
+            if frame is not None
+        ]
+        return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
 
     def count_ranges(self, request: CountRequest, start: datetime, end: datetime) -> tuple[int, ...] | None:
         return None  # no sealed panes of its own to recheck (see narrow_reads)
@@ -115,22 +142,24 @@ class PublishedSource:
 
     # -- internals --------------------------------------------------------------------------------
 
-    def _panes(self, fingerprint: str) -> list[PublishedPane]:
-        """Every published pane of ``fingerprint``, files read again only when they changed."""
-        seen: dict[Path, tuple[tuple[int, int], PublishedPane | None]] = {}
+    def _panes(self, fingerprint: str) -> list[tuple[_Key, PublishedPane]]:
+        """Every published pane of ``fingerprint`` with the identity of its file (path, inode, time and
+        size: a file replaced by a rename is another inode), files read again only when they changed."""
+        seen: dict[Path, tuple[_Key, PublishedPane | None]] = {}
         for publisher, path in self.store.pane_files(fingerprint):
             try:
                 stat = path.stat()
             except FileNotFoundError:
                 continue
-            stamp = (stat.st_mtime_ns, stat.st_size)
+            key = (path, stat.st_ino, stat.st_mtime_ns, stat.st_size)
             cached = self._files.get(path)
-            if cached is not None and cached[0] == stamp:
+            if cached is not None and cached[0] == key:
                 seen[path] = cached
             else:
-                seen[path] = (stamp, self.store.read(path, fingerprint, publisher))
+                seen[path] = (key, self.store.read(path, fingerprint, publisher))
         self._files = seen
-        panes = [pane for _, pane in seen.values() if pane is not None]
+        found = [(key, pane) for key, pane in seen.values() if pane is not None]
+        panes = [pane for _, pane in found]
         self._heartbeats = self.store.heartbeats(fingerprint)
         publishers = {name: beat.published_at for name, beat in self._heartbeats.items()}
         for pane in panes:  # a publisher without a heartbeat: its newest publication
@@ -139,7 +168,7 @@ class PublishedSource:
                     (p.published_at for p in panes if p.publisher == pane.publisher), default=None
                 )
         self._publishers = publishers
-        return sorted(panes, key=lambda p: (p.pane, p.publisher))
+        return sorted(found, key=lambda kp: (kp[1].pane, kp[1].publisher))
 
     def _nothing_published(self, fingerprint: str) -> str:
         others = [f for f in self.store.fingerprints() if f != fingerprint]
@@ -155,6 +184,16 @@ class PublishedSource:
             log.warning("%s: %s", self.describe(), why)
             self._said = why
         return f"{self.describe()}: {why}"
+
+
+def _with_ranges(items: list[tuple[_Key, PublishedPane, tuple[int, ...]]], ranges: int) -> pd.DataFrame:
+    """The panes' frames one after another, each range's 0/1 column the pane's flag on every row."""
+    frames = [pane.frame for _, pane, _ in items]
+    frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0].reset_index(drop=True)
+    lengths = np.array([len(f) for f in frames])
+    flags = np.array([flags for _, _, flags in items], dtype=np.int64).reshape(len(items), ranges)
+    columns = {range_column(i): np.repeat(flags[:, i], lengths) for i in range(ranges)}
+    return frame.assign(**columns) if columns else frame
 
 
 def _merged(frame: pd.DataFrame) -> pd.DataFrame:
