@@ -30,13 +30,14 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import uuid
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from monitor.config import ModelConfig, PublishConfig
 from monitor.core.errors import SourceError
-from monitor.reading.panes import count_panes, pane_runs, pane_starts
+from monitor.reading.panes import CountedPanes, count_panes, pane_runs, pane_starts
 from monitor.sources.contract import WEIGHT, CountingSource, CountRequest
 from monitor.sources.count_files import Unwritable
 from monitor.sources.published.store import PaneDirectory, request_fingerprint, store_path
@@ -70,24 +71,27 @@ class Publisher:
         self.name = config.publisher or default_publisher()
         self.store = PaneDirectory(store_path(config.url, key), model.name)
         self.size = model.panes.size
+        self.instance = uuid.uuid4().hex[:16]  # this process, told apart from another of the same name
         self._fingerprint: str | None = None
         self._rows: dict[datetime, int] = {}  # every pane published, open or sealed -> its row total
         self._sealed: set[datetime] = set()  # panes published after they were sealed
         self._checked_at: datetime | None = None  # the last recheck of the sealed panes' totals
+        self._expired_at: datetime | None = None  # the last look for publishers long gone
 
     def publish(self, source: CountingSource, shape: CountRequest, now: datetime) -> Published:
         """Publish the panes of the horizon ending ``now`` that are open, new or changed."""
         fingerprint = request_fingerprint(shape)
-        if fingerprint != self._fingerprint:  # the first publication, or another config
-            self._fingerprint = fingerprint
-            self._rows = self.store.own_panes(fingerprint, self.name)
-            self._sealed = set(self._rows)  # checked at once: open ones are counted anyway
-            self._checked_at = None
         size, model = self.size, self.model
+        if fingerprint != self._fingerprint:  # the first publication, or another config
+            self._resume(fingerprint)
+        else:
+            self._check_alone(fingerprint)
         horizon = max(w.length for w in model.windows) + model.label_delay
         panes = list(pane_starts(now - horizon, now, size))
         sealed_before = now - model.label_delay - model.panes.lateness
-        gone = [p for p in self._rows if p < panes[0] or p > panes[-1]]
+        # a pane stays published a pane and the lateness past the horizon (a central whose clock is
+        # behind may still need it); panes ahead of now (a clock stepped back) are kept
+        gone = [p for p in self._rows if p + size + model.panes.lateness < panes[0]]
         if gone:
             self.store.remove(fingerprint, self.name, gone)
             for pane in gone:
@@ -97,12 +101,7 @@ class Publisher:
         due = sorted(set(due) | self._changed(source, shape, now))
         written, rejected = 0, Counter[str]()
         for run in pane_runs(due, size, _PANES_PER_READ):
-            counted = count_panes(source, shape, run, size)
-            if counted is None:
-                raise SourceError(
-                    f"model {model.name}: its source cannot count these rows, so nothing is published "
-                    "(see the log for why it reads rows)"
-                )
+            counted = self._count(source, shape, run)
             for pane, frame in counted.frames.items():
                 try:
                     self.store.write(fingerprint, self.name, pane, size, frame, counted.flagged, now)
@@ -113,11 +112,48 @@ class Publisher:
                     self._sealed.add(pane)
                 written += 1
             rejected = counted.rejected  # the read of the newest panes (the last run) counts them once
-        self.store.beat(fingerprint, self.name, now, rejected)
+        self.store.beat(fingerprint, self.name, now, rejected, self.instance)
+        self._expire(now, horizon)
         return Published(self.name, written, sum(self._rows.values()))
 
+    def _resume(self, fingerprint: str) -> None:
+        """What this publisher (a previous process of it) published: a pane counts as sealed only if
+        it was published after it was sealed; panes of another size (the config changed) are removed."""
+        self._fingerprint = fingerprint
+        self._checked_at = None  # the sealed panes' totals are checked at once
+        stored = self.store.own_panes(fingerprint, self.name)
+        other = [p.pane for p in stored if p.size != self.size]
+        if other:
+            self.store.remove(fingerprint, self.name, other)
+        lateness = self.model.label_delay + self.model.panes.lateness
+        mine = [p for p in stored if p.size == self.size]
+        self._rows = {p.pane: p.rows for p in mine}
+        self._sealed = {p.pane for p in mine if p.published_at >= p.pane + self.size + lateness}
+
+    def _check_alone(self, fingerprint: str) -> None:
+        """Another process that publishes under this name (a fixed ``publisher:`` shared by replicas,
+        pods on the host network) would overwrite this one's panes: refuse to publish over it."""
+        other = self.store.instance(fingerprint, self.name)
+        if other is not None and other != self.instance:
+            raise SourceError(
+                f"model {self.model.name}: another process publishes as {self.name!r} to "
+                f"{self.store.folder} (each replica needs its own `publish.publisher`; the default is "
+                "the pod's name): not publishing over its counts"
+            )
+
+    def _count(self, source: CountingSource, shape: CountRequest, panes: list[datetime]) -> CountedPanes:
+        counted = count_panes(source, shape, panes, self.size)
+        if counted is None:
+            raise SourceError(
+                f"model {self.model.name}: its source cannot count these rows, so nothing is published "
+                "(see the log for why it reads rows)"
+            )
+        return counted
+
     def _changed(self, source: CountingSource, shape: CountRequest, now: datetime) -> set[datetime]:
-        """Sealed panes whose row total changed since they were published, every ``panes.recheck``."""
+        """Sealed panes whose row total changed since they were published, every ``panes.recheck``:
+        from the totals in one statement where the source gives them, else (log files, scanned whole
+        anyway) by counting the sealed panes again."""
         recheck = self.model.panes.recheck
         if self._checked_at is not None and timedelta(0) <= now - self._checked_at < recheck:
             return set()
@@ -130,12 +166,15 @@ class Publisher:
         totals = source.count_ranges(
             CountRequest(shape.timestamp, (), (), ranges), sealed[0], sealed[-1] + self.size
         )
-        if totals is None:
-            return set()
         changed: set[datetime] = set()
-        for block, total in zip(blocks, totals, strict=True):
-            if total != sum(self._rows[p] for p in block):
-                changed.update(block)
+        if totals is None:
+            for block in blocks:
+                counted = self._count(source, shape, block)
+                changed.update(p for p, f in counted.frames.items() if int(f[WEIGHT].sum()) != self._rows[p])
+        else:
+            for block, total in zip(blocks, totals, strict=True):
+                if total != sum(self._rows[p] for p in block):
+                    changed.update(block)
         if changed:
             log.warning(
                 "model %s: %d published sealed pane(s) changed since they were published (late rows or "
@@ -144,3 +183,20 @@ class Publisher:
                 len(changed),
             )
         return changed
+
+    def _expire(self, now: datetime, horizon: timedelta) -> None:
+        """Every ``panes.recheck``: remove the folders of publishers silent for longer than the horizon
+        and two panes - pods long gone, whose every pane has left every window."""
+        recheck = self.model.panes.recheck
+        if self._expired_at is not None and timedelta(0) <= now - self._expired_at < recheck:
+            return
+        self._expired_at = now
+        gone = self.store.expire(self.name, now - horizon - 2 * self.size)
+        if gone:
+            log.info(
+                "model %s: removed the published panes of %d publisher(s) silent for longer than the "
+                "windows: %s",
+                self.model.name,
+                len(gone),
+                ", ".join(sorted(gone)[:10]),
+            )

@@ -43,6 +43,7 @@ _OBJECT_TYPES: dict[type, tuple[str, pa.DataType, Any, Any]] = {
 }
 _BY_NAME = {name: back for name, _t, _to, back in _OBJECT_TYPES.values()}
 _PLAIN_NAME = re.compile(r"[a-z0-9_.:-]{1,100}")  # a folder under the name itself
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.:-]")
 
 
 class Unwritable(Exception):
@@ -90,10 +91,12 @@ def folder_name(model: str) -> str:
     Names of capitals (``Tox`` and ``tox`` would share a folder where names are compared
     ignoring case), longer than 100 characters (a file name's limit is 255 bytes) or of dots
     only (``.``, ``..``) are hashed; ``~`` is no model name's character, so no hashed folder is
-    another model's."""
+    another model's. The kept prefix is the name's characters that are safe in a file name (a
+    name from the environment - a publisher's ``$HOSTNAME`` - may hold ``/``); ``_`` for the others."""
     if _PLAIN_NAME.fullmatch(model) and model.strip("."):
         return model
-    return f"{model[:64]}~{hashlib.sha256(model.encode()).hexdigest()[:16]}"
+    prefix = _UNSAFE.sub("_", model[:64])
+    return f"{prefix}~{hashlib.sha256(model.encode()).hexdigest()[:16]}"
 
 
 def is_partial(path: Path) -> bool:

@@ -265,6 +265,38 @@ def test_postgres_counts_raw_float_scores_in_python(postgres_url: str, decimals:
 
 
 @pytest.mark.integration
+def test_postgres_groups_a_float_score_of_few_values_once_it_has_seen_them(postgres_url: str) -> None:
+    """A double precision score column holding a few values (calibration bins): the first count
+    sends each row's keys (a float column is usually one value per row); having seen few
+    combinations, the next ones group in the database. Same values either way."""
+    engine = sa.create_engine(postgres_url)
+    table = f"bins {uuid.uuid4().hex[:6]}"
+    frame = dirty_log(20_000)
+    frame["score"] = frame["score"].round(1)  # 11 values (and the dirt), stored as double precision
+    frame.to_sql(table, engine, index=False)
+    engine.dispose()
+    source = {"kind": "sql", "url": postgres_url, "table": table}
+    evaluator = build_evaluators(config(source, aggregate=True))["tox"]
+    sent: list[str] = []
+    compile_ = ArrowReader.compile
+
+    def spy(self: ArrowReader, statement: Any) -> tuple[str, list[Any]]:
+        sql, params = compile_(self, statement)
+        sent.append(sql)
+        return sql, params
+
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(ArrowReader, "compile", spy)
+            first, second = evaluator.evaluate(NOW), evaluator.evaluate(NOW)
+    finally:
+        evaluator.source.close()
+    counts = [s for s in sent if "set_config" not in s]
+    assert len(counts) == 2 and "GROUP BY" not in counts[0] and "GROUP BY" in counts[1]
+    assert comparable(first) == comparable(second)
+
+
+@pytest.mark.integration
 def test_a_wrong_postgres_password_fails_cleanly(postgres_url: str, caplog: pytest.LogCaptureFixture) -> None:
     url = sa.make_url(postgres_url).set(password="wrong-secret-1234")
     source = SqlSource(

@@ -8,8 +8,10 @@ two models in one table), dealt to three replicas by row.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import sqlite3
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,8 @@ from monitor.config import settings_from_dict
 from monitor.core.errors import SourceError
 from monitor.evaluation.evaluators import build_evaluators
 from monitor.evaluation.results import ModelEvaluation
+from monitor.sources import count_files
+from monitor.sources.published import store as store_module
 from monitor.sources.published.store import HEARTBEAT
 from tests.monitor.test_counts import NOW, SQLITE_TIMESTAMPS, comparable, dirty_log, model_config, sqlite_log
 from tests.monitor.test_file_counts import dirty_text_log, write_jsonl
@@ -190,3 +194,138 @@ def test_fleet_config_errors_name_the_key(tmp_path: Path) -> None:
         _settings(_model(table, publish={"url": "s3://bucket/x", "publisher": "p"}))
     with pytest.raises(Exception, match="publish: a published source has no log of its own"):
         _settings(_model({"kind": "published", "url": "s"}, publish={"url": "s"}))
+
+
+# --- found by review: each failed before its fix ------------------------------------------------
+
+
+def _central(store: Path, at: Any) -> ModelEvaluation:
+    return _evaluate(_model({"kind": "published", "url": str(store)}), at)
+
+
+def test_a_pane_published_while_open_is_published_again_after_a_restart(tmp_path: Path) -> None:
+    """Labels land in the 09:00 pane while its sidecar is down; the pane was open when last published
+    and sealed meanwhile: the restarted sidecar counts it again, not just the open panes."""
+    store = tmp_path / "store"
+    ts_type, to_stored = SQLITE_TIMESTAMPS["iso-text"]
+    url = sqlite_log(tmp_path, dirty_log(), ts_type, to_stored)
+    sidecar = _model(_table(url), publish={"url": str(store), "publisher": "pod-a"})
+    _evaluate(sidecar, NOW)
+    with sqlite3.connect(url.removeprefix("sqlite:///")) as conn:
+        changed = conn.execute(
+            "UPDATE predictions SET label = 1 WHERE ts >= '2026-11-22T09:00' AND ts < '2026-11-22T10:00'"
+        ).rowcount
+    assert changed > 100
+    later = NOW + timedelta(hours=1)
+    _evaluate(sidecar, later)  # a new process: a restart
+    assert comparable(_central(store, later)) == comparable(_evaluate(_model(_table(url)), later))
+
+
+def test_another_pane_size_replaces_the_old_panes(tmp_path: Path) -> None:
+    """Published with 15 min panes, then (a config change) 1 h panes: the old ones overlap the new
+    ones and would count every row twice."""
+    store = tmp_path / "store"
+    ts_type, to_stored = SQLITE_TIMESTAMPS["iso-text"]
+    url = sqlite_log(tmp_path, dirty_log(), ts_type, to_stored)
+    for size in ("15m", "1h"):
+        _evaluate(
+            _model(_table(url), publish={"url": str(store), "publisher": "pod-a"}, panes={"size": size}), NOW
+        )
+    assert len(list(store.rglob("*.arrow"))) == 8  # 04:00-11:00, hourly
+    assert comparable(_central(store, NOW)) == comparable(_evaluate(_model(_table(url)), NOW))
+
+
+def test_json_lines_rows_written_into_a_sealed_pane_are_published_at_the_recheck(tmp_path: Path) -> None:
+    """A log file has no row totals to compare: the sealed panes are counted again every recheck."""
+    store, log = tmp_path / "store", tmp_path / "pod" / "log.jsonl"
+    log.parent.mkdir()
+    frame = dirty_log()
+    late = (frame["ts"] >= NOW - timedelta(hours=6)) & (frame["ts"] < NOW - timedelta(hours=5))
+
+    def write(part: pd.DataFrame) -> None:
+        records = part.assign(ts=part["ts"].map(lambda t: t.isoformat())).astype(object)
+        log.write_text(
+            "".join(
+                json.dumps({k: (None if v != v else v) for k, v in r.items()}) + "\n"
+                for r in records.to_dict("records")
+            )
+        )
+
+    write(frame[~late])
+    source = {"kind": "files", "path": str(log)}
+    sidecar = _model(source, publish={"url": str(store), "publisher": "pod-a"}, panes={"recheck": "1m"})
+    at = NOW + timedelta(hours=1)
+    with build_evaluators(_settings(sidecar)) as evaluators:
+        evaluators["tox"].evaluate(NOW)
+        write(frame)  # the 07:00 pane's rows arrive late (a delayed log shipper)
+        evaluators["tox"].evaluate(NOW + timedelta(minutes=2))
+        evaluators["tox"].evaluate(at)
+    assert comparable(_central(store, at)) == comparable(_evaluate(_model(source), at))
+
+
+def test_a_publisher_long_gone_is_removed_and_no_longer_matters(tmp_path: Path) -> None:
+    """A pod gone two days ago, whose identity columns were text (thresholded differently): its panes
+    are outside every window, so they neither fail the central nor count; the next publisher's
+    cleanup removes its folder."""
+    store = tmp_path / "store"
+    ts_type, to_stored = SQLITE_TIMESTAMPS["iso-text"]
+    old = sqlite_log(tmp_path, dirty_log(), ts_type, to_stored)
+    with sqlite3.connect(old.removeprefix("sqlite:///")) as conn:  # identity columns of text
+        conn.execute("UPDATE predictions SET male = 'yes' WHERE male = 1.0")
+    later = NOW + timedelta(days=2)
+    frame = dirty_log()
+    new = sqlite_log(tmp_path, frame.assign(ts=frame["ts"] + timedelta(days=2)), ts_type, to_stored)
+    _evaluate(_model(_table(old), publish={"url": str(store), "publisher": "old-pod"}), NOW)
+    central = _model({"kind": "published", "url": str(store)})
+    with build_evaluators(_settings(central)) as evaluators:  # before the cleanup
+        fleet = evaluators["tox"].evaluate(later)
+    assert fleet.publishers is not None and "old-pod" not in fleet.publishers
+    assert comparable(fleet) != {} and fleet.stale_publishers == ()
+    _evaluate(_model(_table(new), publish={"url": str(store), "publisher": "new-pod"}), later)
+    assert not list(store.rglob("old-pod"))  # removed by new-pod
+    assert comparable(_central(store, later)) == comparable(_evaluate(_model(_table(new)), later))
+
+
+def test_a_file_that_cannot_be_read_once_is_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = tmp_path / "store"
+    _publish(tmp_path, store, NOW)
+    real, failed = store_module.read_frame, []
+
+    def flaky(path: Path, key: bytes) -> Any:
+        if not failed:
+            failed.append(path)
+            raise OSError(errno.EIO, "Input/output error")
+        return real(path, key)
+
+    monkeypatch.setattr(store_module, "read_frame", flaky)
+    with build_evaluators(_settings(_model({"kind": "published", "url": str(store)}))) as evaluators:
+        first = evaluators["tox"].evaluate(NOW)
+        second = evaluators["tox"].evaluate(NOW)
+    union = _union(tmp_path, NOW)
+    assert failed and first.rows_read < union.rows_read
+    assert comparable(second) == comparable(union)
+
+
+def test_two_processes_publishing_under_one_name_are_refused(tmp_path: Path) -> None:
+    """A fixed `publisher:` shared by replicas: each would overwrite the other's panes."""
+    store = tmp_path / "store"
+    urls = _logs(tmp_path, dirty_log())
+    same = [
+        build_evaluators(_settings(_model(_table(u), publish={"url": str(store), "publisher": "same"})))
+        for u in urls[:2]
+    ]
+    try:
+        same[0]["tox"].evaluate(NOW)
+        same[1]["tox"].evaluate(NOW)  # takes over (as a restart would)
+        with pytest.raises(SourceError, match="another process publishes as 'same'"):
+            same[0]["tox"].evaluate(NOW + timedelta(minutes=1))
+    finally:
+        for evaluators in same:
+            evaluators.close()
+
+
+def test_store_folders_never_leave_the_store() -> None:
+    assert "/" not in count_files.folder_name("../../etc/passwd") and count_files.folder_name("..") != ".."
+    assert count_files.folder_name("pod-a") == "pod-a"

@@ -60,7 +60,8 @@ class PublishedSource:
         assert config.url is not None and config.name is not None, "checked by the config"
         self.config = config
         self.store = PaneDirectory(store_path(config.url, "source.url"), config.name)
-        self._files: dict[Path, tuple[_Key, PublishedPane | None]] = {}
+        self._files: dict[Path, tuple[_Key, PublishedPane]] = {}
+        self._seen: dict[str, datetime | None] = {}  # every publisher in the store
         self._previous: set[_Key] = set()  # the files the previous read used
         # the unchanged panes' (file, range flags), merged with their range columns
         self._stable: tuple[frozenset[tuple[_Key, tuple[int, ...]]], pd.DataFrame | None] | None = None
@@ -88,23 +89,33 @@ class PublishedSource:
         if not found:
             raise SourceError(self._nothing_published(fingerprint))
         self._said = None
-        flagged = {pane.flagged for _, pane in found}
-        if len(flagged) > 1:
-            by = sorted({f"{p.publisher}: {sorted(p.flagged)}" for _, p in found})
-            raise SourceError(
-                f"{self.describe()}: publishers thresholded different indicator attributes (a column "
-                f"numeric in one pod's log, text in another's): {'; '.join(by[:5])}"
-            )
         chosen = [
             (key, pane, tuple(int(pane.pane < hi and pane.end > lo) for lo, hi in request.ranges))
             for key, pane in found
             if pane.pane < end and pane.end > start
         ]
+        present = {pane.publisher for _, pane, _ in chosen}  # the publishers in the windows
         if not chosen:  # no pane in range: an empty batch with the panes' columns
-            key, pane = found[0]
+            key, pane = found[-1]
             chosen = [(key, replace(pane, frame=pane.frame.iloc[:0]), (0,) * len(request.ranges))]
+        flagged = {pane.flagged for _, pane, _ in chosen}
+        if len(flagged) > 1:
+            by = sorted({f"{p.publisher}: {sorted(p.flagged)}" for _, p, _ in chosen})
+            raise SourceError(
+                f"{self.describe()}: publishers thresholded different indicator attributes (a column "
+                f"numeric in one pod's log, text in another's): {'; '.join(by[:5])}"
+            )
         frame = self._assembled(chosen, len(request.ranges))
-        rejected = sum((beat.rejected for beat in self._heartbeats.values()), Counter[str]())
+        # their rejected rows count, and they are reported (fresh or stale) with those heard from since
+        present |= {
+            name
+            for name, beat in self._heartbeats.items()
+            if beat.published_at and beat.published_at >= start
+        }
+        self._publishers = {name: at for name, at in self._seen.items() if name in present}
+        rejected = sum(
+            (beat.rejected for name, beat in self._heartbeats.items() if name in present), Counter[str]()
+        )
         return Batch(frame, rejected, counted=True, flagged=flagged.pop())
 
     def _assembled(
@@ -145,7 +156,7 @@ class PublishedSource:
     def _panes(self, fingerprint: str) -> list[tuple[_Key, PublishedPane]]:
         """Every published pane of ``fingerprint`` with the identity of its file (path, inode, time and
         size: a file replaced by a rename is another inode), files read again only when they changed."""
-        seen: dict[Path, tuple[_Key, PublishedPane | None]] = {}
+        seen: dict[Path, tuple[_Key, PublishedPane]] = {}
         for publisher, path in self.store.pane_files(fingerprint):
             try:
                 stat = path.stat()
@@ -155,10 +166,12 @@ class PublishedSource:
             cached = self._files.get(path)
             if cached is not None and cached[0] == key:
                 seen[path] = cached
-            else:
-                seen[path] = (key, self.store.read(path, fingerprint, publisher))
+                continue
+            pane = self.store.read(path, fingerprint, publisher)
+            if pane is not None:  # a file that cannot be read now is tried again at the next read
+                seen[path] = (key, pane)
         self._files = seen
-        found = [(key, pane) for key, pane in seen.values() if pane is not None]
+        found = _one_size_each([(key, pane) for key, pane in seen.values() if pane is not None])
         panes = [pane for _, pane in found]
         self._heartbeats = self.store.heartbeats(fingerprint)
         publishers = {name: beat.published_at for name, beat in self._heartbeats.items()}
@@ -167,7 +180,7 @@ class PublishedSource:
                 publishers[pane.publisher] = max(
                     (p.published_at for p in panes if p.publisher == pane.publisher), default=None
                 )
-        self._publishers = publishers
+        self._seen = publishers
         return sorted(found, key=lambda kp: (kp[1].pane, kp[1].publisher))
 
     def _nothing_published(self, fingerprint: str) -> str:
@@ -184,6 +197,16 @@ class PublishedSource:
             log.warning("%s: %s", self.describe(), why)
             self._said = why
         return f"{self.describe()}: {why}"
+
+
+def _one_size_each(found: list[tuple[_Key, PublishedPane]]) -> list[tuple[_Key, PublishedPane]]:
+    """Each publisher's panes of one size: the size of its newest publication (panes of another
+    size overlap them - left by a config of another ``panes.size`` - and are not counted)."""
+    newest: dict[str, PublishedPane] = {}
+    for _, pane in found:
+        if pane.publisher not in newest or pane.published_at > newest[pane.publisher].published_at:
+            newest[pane.publisher] = pane
+    return [(key, pane) for key, pane in found if pane.size == newest[pane.publisher].size]
 
 
 def _with_ranges(items: list[tuple[_Key, PublishedPane, tuple[int, ...]]], ranges: int) -> pd.DataFrame:

@@ -22,6 +22,7 @@ in the central's windows until those slide past them.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -69,6 +70,7 @@ class Heartbeat:
 
     published_at: datetime | None
     rejected: Counter[str]
+    folder: Path  # the publisher's folder
 
 
 @dataclass(frozen=True)
@@ -116,6 +118,7 @@ class PaneDirectory:
         self.root = root
         self.model = model
         self.folder = root / folder_name(model)
+        self._said: set[tuple[Path, str]] = set()  # unreadable files already logged
 
     # -- publishing -------------------------------------------------------------------------------
 
@@ -145,31 +148,43 @@ class PaneDirectory:
         }
         write_frame(folder / f"{int(pane.timestamp())}{_SUFFIX}", frame, _META, meta)
 
-    def beat(self, fingerprint: str, publisher: str, at: datetime, rejected: Mapping[str, int]) -> None:
+    def beat(
+        self, fingerprint: str, publisher: str, at: datetime, rejected: Mapping[str, int], instance: str
+    ) -> None:
         """Say the publisher is alive, and how many rows its newest read rejected (rows without a
-        readable time belong to no pane): ``.published`` rewritten atomically."""
+        readable time belong to no pane): ``.published`` rewritten atomically. ``instance`` tells
+        two processes publishing under one name apart."""
         folder = self._publisher_folder(fingerprint, publisher)
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / HEARTBEAT
-        temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        temp = path.with_name(f".{path.name}.{instance}.tmp")
         beat = {
             "publisher": publisher,
             "published_at": at.astimezone(UTC).isoformat(),
+            "instance": instance,
             "pid": os.getpid(),
             "rejected": {str(k): int(v) for k, v in rejected.items()},
         }
         temp.write_text(json.dumps(beat))
         os.replace(temp, path)
 
+    def instance(self, fingerprint: str, publisher: str) -> str | None:
+        """The instance that wrote the publisher's heartbeat last (``None``: none, or unreadable)."""
+        try:
+            beat = json.loads((self._publisher_folder(fingerprint, publisher) / HEARTBEAT).read_text())
+            return str(beat["instance"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
     def remove(self, fingerprint: str, publisher: str, panes: list[datetime]) -> None:
         folder = self._publisher_folder(fingerprint, publisher)
         for pane in panes:
             (folder / f"{int(pane.timestamp())}{_SUFFIX}").unlink(missing_ok=True)
 
-    def own_panes(self, fingerprint: str, publisher: str) -> dict[datetime, int]:
-        """The panes this publisher has published (pane -> row total); cut-short writes removed."""
+    def own_panes(self, fingerprint: str, publisher: str) -> list[PublishedPane]:
+        """The panes this publisher has published; its own cut-short writes removed."""
         folder = self._publisher_folder(fingerprint, publisher)
-        out: dict[datetime, int] = {}
+        out: list[PublishedPane] = []
         if not folder.is_dir():
             return out
         for path in folder.iterdir():
@@ -178,8 +193,30 @@ class PaneDirectory:
             elif path.suffix == _SUFFIX and _STEM.fullmatch(path.stem):
                 stored = self._read(path, fingerprint, publisher)
                 if stored is not None:
-                    out[stored.pane] = stored.rows
+                    out.append(stored)
         return out
+
+    def expire(self, keep: str, before: datetime) -> list[str]:
+        """Remove the folders of publishers (under any fingerprint) whose heartbeat is older than
+        ``before`` - a pod long gone: its panes have left every window - but never ``keep``'s. The
+        publishers removed."""
+        removed = []
+        for fingerprint in self.fingerprints():
+            for name, beat in self.heartbeats(fingerprint).items():
+                if name == keep or (beat.published_at is not None and beat.published_at >= before):
+                    continue
+                folder = beat.folder
+                newest = max((p.stat().st_mtime for p in folder.iterdir()), default=0.0)
+                if beat.published_at is None and newest >= before.timestamp():
+                    continue  # no readable heartbeat, but files written recently
+                for path in folder.iterdir():
+                    path.unlink(missing_ok=True)
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
+                removed.append(name)
+            with contextlib.suppress(OSError):
+                (self.folder / fingerprint).rmdir()  # only when empty
+        return removed
 
     # -- reading ----------------------------------------------------------------------------------
 
@@ -203,9 +240,9 @@ class PaneDirectory:
                 beat = json.loads((sub / HEARTBEAT).read_text())
                 rejected = Counter({str(k): int(v) for k, v in beat.get("rejected", {}).items()})
                 at = datetime.fromisoformat(beat["published_at"])
-                out[str(beat.get("publisher", sub.name))] = Heartbeat(at, rejected)
+                out[str(beat.get("publisher", sub.name))] = Heartbeat(at, rejected, sub)
             except (OSError, ValueError, KeyError, TypeError, AttributeError):
-                out[sub.name] = Heartbeat(None, Counter())
+                out[sub.name] = Heartbeat(None, Counter(), sub)
         return out
 
     def pane_files(self, fingerprint: str) -> Iterator[tuple[str, Path]]:
@@ -238,13 +275,15 @@ class PaneDirectory:
             return None
         except Exception as exc:  # whatever a damaged file makes the decoder raise: not used
             reason = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
-            log.warning(
-                "model %s: published pane %s of %s cannot be read (%s); not counted",
-                self.model,
-                path.name,
-                publisher,
-                reason,
-            )
+            if (path, reason) not in self._said:  # once per file and reason: it is read again each tick
+                self._said.add((path, reason))
+                log.warning(
+                    "model %s: published pane %s of %s cannot be read (%s); not counted",
+                    self.model,
+                    path.name,
+                    publisher,
+                    reason,
+                )
             return None
 
 
