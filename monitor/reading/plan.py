@@ -110,7 +110,7 @@ class ReadPlan:
             if (
                 self.panes is not None
                 and now is not None
-                and (source.narrow_reads or self.panes.resumable(request))
+                and (source.reads_narrowly() or self.panes.resumable(request))
             ):
                 through_panes = self.panes.read(source, request, start, end, now)
                 if through_panes is not None:

@@ -161,10 +161,11 @@ class CountingSource(Source, Protocol):
         """The number of rows in each of ``request``'s time ranges; ``None``: cannot."""
         ...
 
-    @property
-    def narrow_reads(self) -> bool:
+    def reads_narrowly(self) -> bool:
         """Whether counting a small part of a window costs about that part (an index range, file
-        statistics), not a scan of much more: only then do sealed panes pay (:mod:`monitor.reading.panes`)."""
+        statistics), not a scan of much more: only then do sealed panes pay (:mod:`monitor.reading.panes`).
+        A method, not a property: it may look at the source, and a runtime protocol check such as
+        ``isinstance(source, CountingSource)`` evaluates every property (Python 3.11)."""
         ...
 
 

@@ -22,7 +22,7 @@ import sqlalchemy as sa
 from monitor.config import SourceConfig
 from monitor.core.errors import ConfigError, SourceError
 from monitor.sources import build_source
-from monitor.sources.contract import CountRequest
+from monitor.sources.contract import CountingSource, CountRequest, FleetSource
 from monitor.sources.sql.source import SqlSource, TimestampEncoding, detect_encoding
 from tests.servers import free_port
 
@@ -183,7 +183,23 @@ def test_declared_utc_text_is_bound_to_the_second(tmp_path: Path, make_source: M
     with captured_statements(source.engine) as seen:
         assert read_ids(source) == IN_WINDOW
     assert window_statement(seen)[1][:2] == ["2026-11-22T03:00:00", "2026-11-22T04:00:00"]
-    assert source.narrow_reads
+    assert source.reads_narrowly()
+
+
+def test_a_source_learns_its_timestamps_before_its_first_read_and_only_when_asked(
+    tmp_path: Path, make_source: MakeSource
+) -> None:
+    """A model's first evaluation goes through sealed panes: the source looks at its stored
+    timestamps when asked whether it reads narrowly - never when a protocol check looks at it."""
+    rows = [(i, iso(t, suffix="+00:00"), 0.5) for i, t in EVENTS]
+    url = sqlite_table(tmp_path / "p.db", "id INTEGER, ts TEXT, score REAL", rows)
+    source = make_source(url, table="predictions", timestamp_format="iso_utc")
+    with captured_statements(source.engine) as seen:
+        assert isinstance(source, CountingSource) and not isinstance(source, FleetSource)
+    assert seen == []
+    with captured_statements(source.engine) as seen:
+        assert source.reads_narrowly()  # before any read
+    assert any("max(" in statement.lower() for statement, _ in seen)  # reflected, then its extremes
 
 
 def test_declared_utc_text_with_offsets_at_the_extremes_keeps_whole_days(
@@ -196,7 +212,7 @@ def test_declared_utc_text_with_offsets_at_the_extremes_keeps_whole_days(
         assert read_ids(source) == IN_WINDOW
     assert window_statement(seen)[1][:2] == ["2026-11-21", "2026-11-24"]
     assert "timestamp_format is 'iso_utc'" in caplog.text
-    assert not source.narrow_reads
+    assert not source.reads_narrowly()
 
 
 def test_the_extremes_probe_uses_the_index(tmp_path: Path, make_source: MakeSource) -> None:

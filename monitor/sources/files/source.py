@@ -159,8 +159,7 @@ class FileSource:
         batch.rejected.update(rejected)  # rows the row path drops on reading (unterminated lines)
         return batch
 
-    @property
-    def narrow_reads(self) -> bool:
+    def reads_narrowly(self) -> bool:
         """Parquet only: DuckDB skips row groups outside the range by their statistics (a text file
         is read whole whatever part of it is asked for)."""
         if self.format != "auto":

@@ -141,10 +141,9 @@ class PublishedSource:
         return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
 
     def count_ranges(self, request: CountRequest, start: datetime, end: datetime) -> tuple[int, ...] | None:
-        return None  # no sealed panes of its own to recheck (see narrow_reads)
+        return None  # no sealed panes of its own to recheck (see reads_narrowly)
 
-    @property
-    def narrow_reads(self) -> bool:
+    def reads_narrowly(self) -> bool:
         return False  # already panes: no sealed panes of its own on top
 
     def publishers(self) -> Mapping[str, datetime | None]:

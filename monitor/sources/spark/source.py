@@ -80,8 +80,7 @@ class SparkSource:
     def close(self) -> None:
         self._jobs.close()
 
-    @property
-    def narrow_reads(self) -> bool:
+    def reads_narrowly(self) -> bool:
         return False  # every statement is a Spark job: one per tick, not one per pane
 
     def read(self, start: datetime, end: datetime) -> Batch:

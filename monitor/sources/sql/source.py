@@ -189,8 +189,7 @@ class SqlSource:
         batch.rejected.update(arrived.rejected)
         return batch
 
-    @property
-    def narrow_reads(self) -> bool:
+    def reads_narrowly(self) -> bool:
         """Whether a narrow piece of a window is read narrowly: numbers and SQL date-times are bound
         exactly; text only with ``timestamp_format: iso_utc`` (otherwise whole days are scanned).
         Learned from the stored timestamps - looked at once here when no read has seen them yet, so
