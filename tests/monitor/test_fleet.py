@@ -329,3 +329,16 @@ def test_two_processes_publishing_under_one_name_are_refused(tmp_path: Path) -> 
 def test_store_folders_never_leave_the_store() -> None:
     assert "/" not in count_files.folder_name("../../etc/passwd") and count_files.folder_name("..") != ".."
     assert count_files.folder_name("pod-a") == "pod-a"
+
+
+def test_a_publisher_whose_clock_is_a_minute_off_loses_nothing(tmp_path: Path) -> None:
+    """Rows are counted in the panes of their own timestamps: one pod a minute ahead, one a minute
+    behind, and the central (on its own clock) still equals the union on whole panes."""
+    store = tmp_path / "store"
+    offsets = (timedelta(minutes=1), timedelta(0), -timedelta(minutes=1))
+    for url, pod, off in zip(_logs(tmp_path, dirty_log()), PODS, offsets, strict=True):
+        _evaluate(_model(_table(url), publish={"url": str(store), "publisher": pod}), NOW + off)
+    start, end = NOW - timedelta(hours=7), NOW - timedelta(hours=1)
+    fleet = _evaluate(_model({"kind": "published", "url": str(store)}), NOW, start=start, end=end)
+    assert comparable(fleet) == comparable(_union(tmp_path, NOW, start=start, end=end))
+    assert _central(store, NOW).stale_publishers == ()
