@@ -174,6 +174,9 @@ def test_three_sidecars_and_a_central_equal_one_evaluation_of_their_logs(
     assert "fairwatch_disparate_impact" not in families
     published = families["fairwatch_last_published_panes"].samples
     assert published and published[0].value >= 1
+    for path in ("/", "/api/v1/results", "/readyz"):  # the live view of a model without windows
+        status, _body = http_request(f"http://127.0.0.1:{sidecar_port}{path}")
+        assert status == 200, path
 
 
 def test_sidecars_added_and_removed_while_the_central_runs(fleet: Fleet, tmp_path: Path) -> None:

@@ -58,6 +58,9 @@ def check_sources(settings: Settings) -> list[SourceCheck]:
     """Open every prediction and label source of ``settings`` once and check what the config names."""
     checks = []
     for i, model in enumerate(settings.models):
+        if model.source.kind == "published":  # counts, not a log: what was published for this config
+            checks.append(_published_check(f"models[{i}].source", model))
+            continue
         check = _check(f"models[{i}].source", model.source, _prediction_columns(model, f"models[{i}]"))
         checks.append(_with_references(check, model, f"models[{i}]"))
         if model.labels is not None:
@@ -72,6 +75,40 @@ def check_sources(settings: Settings) -> list[SourceCheck]:
                 )
             )
     return checks
+
+
+def _published_check(where: str, model: ModelConfig) -> SourceCheck:
+    """A published source: its store, and counts published there for this model's config (the same
+    fingerprint - columns, groups, thresholds, score decimals - as the publishers')."""
+    from monitor.reading.plan import count_request
+    from monitor.sources.contract import WEIGHT
+    from monitor.sources.published.store import PaneDirectory, request_fingerprint, store_path
+
+    assert model.source.url is not None, "checked by the config"
+    name = model.source.name or model.name
+    root = store_path(model.source.url, f"{where}.url")
+    what = f"the counts published for model {name!r} in {root}"
+    if not root.is_dir():
+        return SourceCheck(
+            where, what, (), (f"{where}.url: no directory {root} (the store publishers write to)",)
+        )
+    store = PaneDirectory(root, name)
+    fingerprint = request_fingerprint(count_request(model, ()))
+    publishers = store.heartbeats(fingerprint)
+    if publishers:
+        panes = (store.read(path, fingerprint, name) for name, path in store.pane_files(fingerprint))
+        first = next((pane for pane in panes if pane is not None), None)
+        columns = tuple(c for c in first.frame.columns if c != WEIGHT) if first is not None else ()
+        return SourceCheck(where, f"{what} ({len(publishers)} publisher(s))", columns, ())
+    others = [f for f in store.fingerprints() if f != fingerprint]
+    problem = (
+        f"{where}: nothing published for this model's config, but for {len(others)} other config(s): the "
+        "publishers' columns, groups, thresholds or score_decimals differ from this model's"
+        if others
+        else f"{where}: nothing published yet for model {name!r} (do the replicas run with publish.url "
+        f"{model.source.url}?)"
+    )
+    return SourceCheck(where, what, (), (problem,))
 
 
 def _prediction_columns(model: ModelConfig, where: str) -> dict[str, str]:

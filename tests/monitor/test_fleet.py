@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from monitor.cli.preflight import check_sources
 from monitor.config import settings_from_dict
 from monitor.core.errors import SourceError
 from monitor.evaluation.evaluators import build_evaluators
@@ -342,3 +343,23 @@ def test_a_publisher_whose_clock_is_a_minute_off_loses_nothing(tmp_path: Path) -
     fleet = _evaluate(_model({"kind": "published", "url": str(store)}), NOW, start=start, end=end)
     assert comparable(fleet) == comparable(_union(tmp_path, NOW, start=start, end=end))
     assert _central(store, NOW).stale_publishers == ()
+
+
+def test_validate_connect_checks_what_was_published(tmp_path: Path) -> None:
+    """`fairwatch validate --connect` on a central: the store, and counts published for its config."""
+    store = tmp_path / "store"
+    _publish(tmp_path, store, NOW)
+
+    def problems(source: dict[str, Any], **keys: Any) -> list[str]:
+        (check,) = check_sources(_settings(_model(source, **keys)))
+        return list(check.problems)
+
+    assert problems({"kind": "published", "url": str(store)}) == []
+    (missing,) = problems({"kind": "published", "url": str(tmp_path / "nowhere")})
+    assert missing.startswith("models[0].source.url: no directory")
+    (other,) = problems({"kind": "published", "url": str(store)}, score_decimals=1)
+    assert "1 other config(s)" in other
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (nothing,) = problems({"kind": "published", "url": str(empty)})
+    assert "nothing published yet for model 'tox'" in nothing
