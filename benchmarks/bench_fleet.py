@@ -14,6 +14,12 @@ whole (what a single fairwatch on a warehouse would do). The central's values ar
 union's on a range of whole panes. The last line is one JSON object.
 
     python benchmarks/bench_fleet.py [--publishers 50] [--per-day 1000000] [--ticks 5]
+    python benchmarks/bench_fleet.py --jsonl     # one sidecar on a JSON Lines log of all the traffic
+
+``--jsonl`` measures the sidecar's own cost on the log a model server writes: one pod with all
+``--per-day`` rows as JSON Lines in daily files (yesterday's and today's, appended every minute), its
+CPU seconds for the first publication and for each tick (its open panes). A log file is scanned
+whole (DuckDB cannot start a JSON Lines read in the middle), so each tick costs a scan of today's file.
 """
 
 from __future__ import annotations
@@ -77,6 +83,44 @@ def cpu(call: Any) -> tuple[float, Any]:
     return time.process_time() - t0, result
 
 
+def jsonl_sidecar(per_day: int, ticks: int) -> None:
+    """One sidecar publishing from a JSON Lines log of ``per_day`` rows a day: CPU per tick."""
+    log = make_log(per_day, ticks)
+    day = FIRST_TICK.replace(hour=0, minute=0, second=0, microsecond=0)
+
+    def write(rows: pd.DataFrame, path: Path, mode: str = "w") -> None:
+        stamped = rows.assign(ts=rows["ts"].dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
+        with path.open(mode) as out:
+            out.write(stamped.to_json(orient="records", lines=True))
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        before = log[log["ts"] < FIRST_TICK]
+        write(before[before["ts"] < day], folder / "predictions-1.jsonl")
+        today = folder / "predictions-2.jsonl"
+        write(before[before["ts"] >= day], today)
+        source = {"kind": "files", "path": str(folder / "predictions-*.jsonl"), "format": "jsonl"}
+        sidecar = evaluator(model(source, publish={"url": str(folder / "store"), "publisher": "pod"}))
+        first = cpu(lambda: sidecar.evaluate(FIRST_TICK))[0]
+        seen, costs = FIRST_TICK, []
+        for k in range(1, ticks + 1):
+            tick = FIRST_TICK + timedelta(minutes=k)
+            write(log[(log["ts"] >= seen) & (log["ts"] < tick)], today, "a")
+            seen = tick
+            costs.append(cpu(lambda tick=tick: sidecar.evaluate(tick))[0])
+        sidecar.close()
+    load = os.getloadavg()
+    result = {
+        "rows_per_day": per_day,
+        "rows_in_todays_file": int((before["ts"] >= day).sum()),
+        "first_publication_cpu": round(first, 3),
+        "tick_cpu_median": round(statistics.median(costs), 3),
+        "tick_cpu_max": round(max(costs), 3),
+        "load": [round(x, 2) for x in load],
+    }
+    print(json.dumps(result))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -84,7 +128,11 @@ def main() -> None:
     parser.add_argument("--publishers", type=int, default=50)
     parser.add_argument("--per-day", type=int, default=1_000_000)
     parser.add_argument("--ticks", type=int, default=5)
+    parser.add_argument("--jsonl", action="store_true", help="one sidecar on a JSON Lines log instead")
     args = parser.parse_args()
+    if args.jsonl:
+        jsonl_sidecar(args.per_day, args.ticks)
+        return
     console = Console(stderr=True)
     log = make_log(args.per_day, args.ticks)
     first_tick = FIRST_TICK
