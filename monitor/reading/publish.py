@@ -47,6 +47,7 @@ __all__ = ["Published", "Publisher", "default_publisher"]
 log = logging.getLogger(__name__)
 
 _PANES_PER_READ = 24  # panes counted in one statement (a 0/1 column each): a day of hours
+_PROCESS = uuid.uuid4().hex[:16]  # this process, in every heartbeat it writes
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ class Publisher:
         self.name = config.publisher or default_publisher()
         self.store = PaneDirectory(store_path(config.url, key), model.name)
         self.size = model.panes.size
-        self.instance = uuid.uuid4().hex[:16]  # this process, told apart from another of the same name
+        self.instance = _PROCESS  # this process (a config reload keeps it), told apart from others
         self._fingerprint: str | None = None
         self._rows: dict[datetime, int] = {}  # every pane published, open or sealed -> its row total
         self._sealed: set[datetime] = set()  # panes published after they were sealed
@@ -85,7 +86,7 @@ class Publisher:
         if fingerprint != self._fingerprint:  # the first publication, or another config
             self._resume(fingerprint)
         else:
-            self._check_alone(fingerprint)
+            self._check_alone(fingerprint, now)
         horizon = max(w.length for w in model.windows) + model.label_delay
         panes = list(pane_starts(now - horizon, now, size))
         sealed_before = now - model.label_delay - model.panes.lateness
@@ -130,16 +131,25 @@ class Publisher:
         self._rows = {p.pane: p.rows for p in mine}
         self._sealed = {p.pane for p in mine if p.published_at >= p.pane + self.size + lateness}
 
-    def _check_alone(self, fingerprint: str) -> None:
+    def _check_alone(self, fingerprint: str, now: datetime) -> None:
         """Another process that publishes under this name (a fixed ``publisher:`` shared by replicas,
-        pods on the host network) would overwrite this one's panes: refuse to publish over it."""
-        other = self.store.instance(fingerprint, self.name)
-        if other is not None and other != self.instance:
+        pods on the host network) would overwrite this one's panes: refuse to publish over it while it
+        publishes; one silent for two intervals (it stopped) is taken over, and that is logged."""
+        beat = self.store.last_beat(fingerprint, self.name)
+        if beat is None or beat[0] == self.instance:
+            return
+        if now - beat[1] < 2 * self.model.interval:
             raise SourceError(
                 f"model {self.model.name}: another process publishes as {self.name!r} to "
                 f"{self.store.folder} (each replica needs its own `publish.publisher`; the default is "
                 "the pod's name): not publishing over its counts"
             )
+        log.warning(
+            "model %s: another process published as %s until %s; it has stopped: publishing again",
+            self.model.name,
+            self.name,
+            beat[1].isoformat(),
+        )
 
     def _count(self, source: CountingSource, shape: CountRequest, panes: list[datetime]) -> CountedPanes:
         counted = count_panes(source, shape, panes, self.size)

@@ -24,6 +24,7 @@ from monitor.config import settings_from_dict
 from monitor.core.errors import SourceError
 from monitor.evaluation.evaluators import build_evaluators
 from monitor.evaluation.results import ModelEvaluation
+from monitor.reading import publish as publish_module
 from monitor.sources import count_files
 from monitor.sources.published import store as store_module
 from monitor.sources.published.store import HEARTBEAT
@@ -309,21 +310,36 @@ def test_a_file_that_cannot_be_read_once_is_read_again(
     assert comparable(second) == comparable(union)
 
 
-def test_two_processes_publishing_under_one_name_are_refused(tmp_path: Path) -> None:
-    """A fixed `publisher:` shared by replicas: each would overwrite the other's panes."""
+def test_two_processes_publishing_under_one_name_are_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A fixed `publisher:` shared by replicas: each would overwrite the other's panes. While the other
+    publishes, a sidecar refuses; once it has stopped (two intervals), it takes over. A config reload
+    (a new evaluator in the same process) is the same process."""
     store = tmp_path / "store"
     urls = _logs(tmp_path, dirty_log())
-    same = [
-        build_evaluators(_settings(_model(_table(u), publish={"url": str(store), "publisher": "same"})))
-        for u in urls[:2]
-    ]
+
+    def sidecar(url: str) -> Any:
+        return build_evaluators(
+            _settings(_model(_table(url), publish={"url": str(store), "publisher": "same"}))
+        )
+
+    first = sidecar(urls[0])
+    reloaded = sidecar(urls[0])  # the same process: not another publisher
+    monkeypatch.setattr(publish_module, "_PROCESS", "another-process")
+    second = sidecar(urls[1])
     try:
-        same[0]["tox"].evaluate(NOW)
-        same[1]["tox"].evaluate(NOW)  # takes over (as a restart would)
+        first["tox"].evaluate(NOW)
+        reloaded["tox"].evaluate(NOW + timedelta(seconds=30))
+        first["tox"].evaluate(NOW + timedelta(minutes=1))
+        second["tox"].evaluate(NOW + timedelta(minutes=1))  # takes over (as a restart would)
         with pytest.raises(SourceError, match="another process publishes as 'same'"):
-            same[0]["tox"].evaluate(NOW + timedelta(minutes=1))
+            first["tox"].evaluate(NOW + timedelta(minutes=2))
+        with caplog.at_level("WARNING", logger="monitor"):
+            first["tox"].evaluate(NOW + timedelta(minutes=4))  # the other has been silent for 3 minutes
+        assert "it has stopped: publishing again" in caplog.text
     finally:
-        for evaluators in same:
+        for evaluators in (first, reloaded, second):
             evaluators.close()
 
 

@@ -168,11 +168,11 @@ class PaneDirectory:
         temp.write_text(json.dumps(beat))
         os.replace(temp, path)
 
-    def instance(self, fingerprint: str, publisher: str) -> str | None:
-        """The instance that wrote the publisher's heartbeat last (``None``: none, or unreadable)."""
+    def last_beat(self, fingerprint: str, publisher: str) -> tuple[str, datetime] | None:
+        """The process that wrote the publisher's heartbeat last, and when (``None``: none, unreadable)."""
         try:
             beat = json.loads((self._publisher_folder(fingerprint, publisher) / HEARTBEAT).read_text())
-            return str(beat["instance"])
+            return str(beat["instance"]), datetime.fromisoformat(beat["published_at"])
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
