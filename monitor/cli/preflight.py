@@ -98,7 +98,11 @@ def _published_check(where: str, model: ModelConfig) -> SourceCheck:
     if publishers:
         panes = (store.read(path, fingerprint, name) for name, path in store.pane_files(fingerprint))
         first = next((pane for pane in panes if pane is not None), None)
-        columns = tuple(c for c in first.frame.columns if c != WEIGHT) if first is not None else ()
+        if first is None:
+            return SourceCheck(
+                where, what, (), (f"{where}: publishers are there, but no pane they published can be read",)
+            )
+        columns = tuple(c for c in first.frame.columns if c != WEIGHT)
         return SourceCheck(where, f"{what} ({len(publishers)} publisher(s))", columns, ())
     others = [f for f in store.fingerprints() if f != fingerprint]
     problem = (

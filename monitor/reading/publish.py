@@ -78,15 +78,18 @@ class Publisher:
         self._sealed: set[datetime] = set()  # panes published after they were sealed
         self._checked_at: datetime | None = None  # the last recheck of the sealed panes' totals
         self._expired_at: datetime | None = None  # the last look for publishers long gone
+        self._rejected: Counter[str] = Counter()  # what the newest read rejected
 
     def publish(self, source: CountingSource, shape: CountRequest, now: datetime) -> Published:
         """Publish the panes of the horizon ending ``now`` that are open, new or changed."""
         fingerprint = request_fingerprint(shape)
         size, model = self.size, self.model
+        self._check_alone(fingerprint, now)
         if fingerprint != self._fingerprint:  # the first publication, or another config
             self._resume(fingerprint)
-        else:
-            self._check_alone(fingerprint, now)
+        # alive before the panes are written (a peer's cleanup must not take a publisher back from a
+        # long silence for a dead one), and again after
+        self.store.beat(fingerprint, self.name, now, self._rejected, self.instance)
         horizon = max(w.length for w in model.windows) + model.label_delay
         panes = list(pane_starts(now - horizon, now, size))
         sealed_before = now - model.label_delay - model.panes.lateness
@@ -113,6 +116,7 @@ class Publisher:
                     self._sealed.add(pane)
                 written += 1
             rejected = counted.rejected  # the read of the newest panes (the last run) counts them once
+        self._rejected = rejected
         self.store.beat(fingerprint, self.name, now, rejected, self.instance)
         self._expire(now, horizon)
         return Published(self.name, written, sum(self._rows.values()))
@@ -133,12 +137,15 @@ class Publisher:
 
     def _check_alone(self, fingerprint: str, now: datetime) -> None:
         """Another process that publishes under this name (a fixed ``publisher:`` shared by replicas,
-        pods on the host network) would overwrite this one's panes: refuse to publish over it while it
-        publishes; one silent for two intervals (it stopped) is taken over, and that is logged."""
+        pods on the host network, a one-off ``fairwatch evaluate`` beside the sidecar) would overwrite
+        this one's panes: refuse to publish over it while it publishes; one silent for two intervals,
+        or known dead (this host, its pid gone - or ours: a restarted container), is taken over."""
         beat = self.store.last_beat(fingerprint, self.name)
-        if beat is None or beat[0] == self.instance:
+        if beat is None or beat.instance == self.instance:
             return
-        if now - beat[1] < 2 * self.model.interval:
+        if beat.host == socket.gethostname() and (beat.pid == os.getpid() or not _alive(beat.pid)):
+            return  # a previous process of this container or host, gone
+        if now - beat.published_at < 2 * self.model.interval:
             raise SourceError(
                 f"model {self.model.name}: another process publishes as {self.name!r} to "
                 f"{self.store.folder} (each replica needs its own `publish.publisher`; the default is "
@@ -148,7 +155,7 @@ class Publisher:
             "model %s: another process published as %s until %s; it has stopped: publishing again",
             self.model.name,
             self.name,
-            beat[1].isoformat(),
+            beat.published_at.isoformat(),
         )
 
     def _count(self, source: CountingSource, shape: CountRequest, panes: list[datetime]) -> CountedPanes:
@@ -176,7 +183,8 @@ class Publisher:
         totals = source.count_ranges(
             CountRequest(shape.timestamp, (), (), ranges), sealed[0], sealed[-1] + self.size
         )
-        changed: set[datetime] = set()
+        # a pane whose file is gone (removed by hand, or by a peer's cleanup) is published again
+        changed = set(sealed) - self.store.pane_starts(self._fingerprint or "", self.name)
         if totals is None:
             for block in blocks:
                 counted = self._count(source, shape, block)
@@ -210,3 +218,16 @@ class Publisher:
                 len(gone),
                 ", ".join(sorted(gone)[:10]),
             )
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process of this host has ``pid`` (signal 0 checks without sending anything)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive
+        return True
+    return True

@@ -314,8 +314,8 @@ def test_two_processes_publishing_under_one_name_are_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A fixed `publisher:` shared by replicas: each would overwrite the other's panes. While the other
-    publishes, a sidecar refuses; once it has stopped (two intervals), it takes over. A config reload
-    (a new evaluator in the same process) is the same process."""
+    publishes, a process refuses - the newcomer too; once the other has stopped (two intervals), it
+    takes over. A config reload (a new evaluator in the same process) is the same process."""
     store = tmp_path / "store"
     urls = _logs(tmp_path, dirty_log())
 
@@ -324,23 +324,53 @@ def test_two_processes_publishing_under_one_name_are_refused(
             _settings(_model(_table(url), publish={"url": str(store), "publisher": "same"}))
         )
 
-    first = sidecar(urls[0])
-    reloaded = sidecar(urls[0])  # the same process: not another publisher
+    def on_another_host() -> None:  # what a pod elsewhere would have written
+        (beat,) = store.rglob(HEARTBEAT)
+        beat.write_text(json.dumps(json.loads(beat.read_text()) | {"host": "another-pod", "pid": 1}))
+
+    first, reloaded = sidecar(urls[0]), sidecar(urls[0])
     monkeypatch.setattr(publish_module, "_PROCESS", "another-process")
     second = sidecar(urls[1])
     try:
         first["tox"].evaluate(NOW)
-        reloaded["tox"].evaluate(NOW + timedelta(seconds=30))
-        first["tox"].evaluate(NOW + timedelta(minutes=1))
-        second["tox"].evaluate(NOW + timedelta(minutes=1))  # takes over (as a restart would)
+        reloaded["tox"].evaluate(NOW + timedelta(seconds=30))  # the same process: not refused
+        on_another_host()
         with pytest.raises(SourceError, match="another process publishes as 'same'"):
-            first["tox"].evaluate(NOW + timedelta(minutes=2))
+            second["tox"].evaluate(NOW + timedelta(minutes=1))  # a newcomer is refused too
+        first["tox"].evaluate(NOW + timedelta(minutes=1))
+        on_another_host()
+        with pytest.raises(SourceError, match="another process publishes as 'same'"):
+            second["tox"].evaluate(NOW + timedelta(minutes=2))
         with caplog.at_level("WARNING", logger="monitor"):
-            first["tox"].evaluate(NOW + timedelta(minutes=4))  # the other has been silent for 3 minutes
+            second["tox"].evaluate(NOW + timedelta(minutes=4))  # silent for three minutes: taken over
         assert "it has stopped: publishing again" in caplog.text
     finally:
         for evaluators in (first, reloaded, second):
             evaluators.close()
+
+
+def test_a_publisher_back_from_a_long_silence_is_not_removed_and_lost_files_come_back(tmp_path: Path) -> None:
+    """Found by review: a peer's cleanup ran while a publisher, silent for days, wrote its first panes
+    (its heartbeat still old): they were removed and never published again. Now the heartbeat comes
+    first, the cleanup reads it again before removing, and a sealed pane whose file is gone, however
+    it went, is published again at the recheck."""
+    store = tmp_path / "store"
+    urls = _logs(tmp_path, dirty_log())
+    back = _model(_table(urls[2]), publish={"url": str(store), "publisher": "pod-c"})
+    _evaluate(back, NOW - timedelta(days=3))
+    with build_evaluators(_settings(back)) as evaluators:
+        evaluators["tox"].evaluate(NOW)  # back: heartbeat first, then its panes
+        _evaluate(_model(_table(urls[0]), publish={"url": str(store), "publisher": "pod-a"}), NOW)
+        assert len(list(store.rglob("pod-c/*.arrow"))) == 8  # not taken for a dead one
+        for path in list(store.rglob("pod-c/*.arrow"))[:3]:
+            path.unlink()  # removed by hand (or by anything else)
+        evaluators["tox"].evaluate(NOW + timedelta(hours=1, minutes=1))  # the recheck puts them back
+    start, end = NOW - timedelta(hours=6), NOW
+    pods = _evaluate(_model({"kind": "published", "url": str(store)}), NOW, start=start, end=end)
+    ts_type, to_stored = SQLITE_TIMESTAMPS["iso-text"]
+    frame = dirty_log()
+    both = sqlite_log(tmp_path, pd.concat([frame.iloc[0::3], frame.iloc[2::3]]), ts_type, to_stored)
+    assert comparable(pods) == comparable(_evaluate(_model(_table(both)), NOW, start=start, end=end))
 
 
 def test_store_folders_never_leave_the_store() -> None:
@@ -379,3 +409,7 @@ def test_validate_connect_checks_what_was_published(tmp_path: Path) -> None:
     empty.mkdir()
     (nothing,) = problems({"kind": "published", "url": str(empty)})
     assert "nothing published yet for model 'tox'" in nothing
+    for path in store.rglob("*.arrow"):
+        path.write_bytes(b"damaged")
+    (unreadable,) = problems({"kind": "published", "url": str(store)})
+    assert "no pane they published can be read" in unreadable

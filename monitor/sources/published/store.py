@@ -17,7 +17,9 @@ the central does not read and reports.
 Publishing again replaces (the same file name), so a restarted pod or a retried write is never
 counted twice; a pane a publisher no longer has (slid out of its windows) is removed by that
 publisher. A publisher that stops (a pod deleted, scaled down) leaves its files: they keep counting
-in the central's windows until those slide past them.
+in the central's windows until the live publishers remove them (:meth:`PaneDirectory.expire`: once
+nothing in its folder was written for longer than their horizon and two panes - keep the central's
+windows no longer than the publishers').
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import json
 import logging
 import os
 import re
+import socket
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -46,6 +49,7 @@ __all__ = [
     "FORMAT",
     "HEARTBEAT",
     "Heartbeat",
+    "LastBeat",
     "PaneDirectory",
     "PublishedPane",
     "request_fingerprint",
@@ -71,6 +75,16 @@ class Heartbeat:
     published_at: datetime | None
     rejected: Counter[str]
     folder: Path  # the publisher's folder
+
+
+@dataclass(frozen=True)
+class LastBeat:
+    """Who wrote a publisher's heartbeat last: its process, when, on which host, with which pid."""
+
+    instance: str
+    published_at: datetime
+    host: str
+    pid: int
 
 
 @dataclass(frozen=True)
@@ -162,19 +176,30 @@ class PaneDirectory:
             "publisher": publisher,
             "published_at": at.astimezone(UTC).isoformat(),
             "instance": instance,
+            "host": socket.gethostname(),
             "pid": os.getpid(),
             "rejected": {str(k): int(v) for k, v in rejected.items()},
         }
         temp.write_text(json.dumps(beat))
         os.replace(temp, path)
 
-    def last_beat(self, fingerprint: str, publisher: str) -> tuple[str, datetime] | None:
+    def last_beat(self, fingerprint: str, publisher: str) -> LastBeat | None:
         """The process that wrote the publisher's heartbeat last, and when (``None``: none, unreadable)."""
         try:
             beat = json.loads((self._publisher_folder(fingerprint, publisher) / HEARTBEAT).read_text())
-            return str(beat["instance"]), datetime.fromisoformat(beat["published_at"])
+            at = datetime.fromisoformat(beat["published_at"])
+            return LastBeat(str(beat["instance"]), at, str(beat.get("host", "")), int(beat.get("pid", 0)))
         except (OSError, ValueError, KeyError, TypeError):
             return None
+
+    def pane_starts(self, fingerprint: str, publisher: str) -> set[datetime]:
+        """The panes whose files this publisher's folder holds (by their names)."""
+        folder = self._publisher_folder(fingerprint, publisher)
+        try:
+            names = [p.stem for p in folder.iterdir() if p.suffix == _SUFFIX]
+        except FileNotFoundError:
+            return set()
+        return {datetime.fromtimestamp(int(n), UTC) for n in names if _STEM.fullmatch(n)}
 
     def remove(self, fingerprint: str, publisher: str, panes: list[datetime]) -> None:
         folder = self._publisher_folder(fingerprint, publisher)
@@ -206,11 +231,14 @@ class PaneDirectory:
                 if name == keep or (beat.published_at is not None and beat.published_at >= before):
                     continue
                 folder = beat.folder
-                newest = max((p.stat().st_mtime for p in folder.iterdir()), default=0.0)
-                if beat.published_at is None and newest >= before.timestamp():
+                if beat.published_at is None and _newest_write(folder) >= before.timestamp():
                     continue  # no readable heartbeat, but files written recently
-                for path in folder.iterdir():
-                    path.unlink(missing_ok=True)
+                again = self.heartbeats(fingerprint).get(name)  # back from a long silence just now?
+                if again is not None and again.published_at is not None and again.published_at >= before:
+                    continue
+                with contextlib.suppress(FileNotFoundError):  # another publisher removing it too
+                    for path in folder.iterdir():
+                        path.unlink(missing_ok=True)
                 with contextlib.suppress(OSError):
                     folder.rmdir()
                 removed.append(name)
@@ -285,6 +313,16 @@ class PaneDirectory:
                     reason,
                 )
             return None
+
+
+def _newest_write(folder: Path) -> float:
+    """The latest modification time of any file in ``folder`` (0: none, or the folder is gone)."""
+    newest = 0.0
+    with contextlib.suppress(FileNotFoundError):
+        for path in folder.iterdir():
+            with contextlib.suppress(FileNotFoundError):
+                newest = max(newest, path.stat().st_mtime)
+    return newest
 
 
 def _pane(
