@@ -24,7 +24,15 @@ from monitor.sources.contract import WEIGHT
 from monitor.sources.frames import count_keys
 from monitor.sources.sql.arrow import ArrowReader
 from monitor.sources.sql.source import SqlSource
-from tests.monitor.test_counts import NOW, PG_TIMESTAMPS, comparable, config, dirty_log, sqlite_log
+from tests.monitor.test_counts import (
+    NOW,
+    PG_TIMESTAMPS,
+    arrow_statements,
+    comparable,
+    config,
+    dirty_log,
+    sqlite_log,
+)
 
 
 def _evaluate(source: dict[str, Any], *, arrow: bool, task: str = "binary") -> tuple[Any, str]:
@@ -61,17 +69,8 @@ def test_sqlite_counts_in_python_equal_the_rows(tmp_path: Path, task: str) -> No
     the same evaluation as reading every row through pandas, and no GROUP BY sent to SQLite."""
     source = {"kind": "sql", "url": _clean_sqlite(tmp_path), "table": "predictions"}
     evaluator = build_evaluators(config(source, aggregate=True, task=task))["tox"]
-    sent: list[str] = []
-    compile_ = ArrowReader.compile
-
-    def spy(self: ArrowReader, statement: Any) -> tuple[str, list[Any]]:
-        sql, params = compile_(self, statement)
-        sent.append(sql)
-        return sql, params
-
     try:
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(ArrowReader, "compile", spy)
+        with arrow_statements() as sent:
             counted = evaluator.evaluate(NOW)
         assert evaluator.source.reader == "arrow"  # type: ignore[attr-defined]
     finally:
@@ -238,17 +237,8 @@ def test_postgres_counts_raw_float_scores_in_python(postgres_url: str, decimals:
     engine.dispose()
     source = {"kind": "sql", "url": postgres_url, "table": table}
     evaluator = build_evaluators(config(source, aggregate=True, score_decimals=decimals))["tox"]
-    sent: list[str] = []
-    compile_ = ArrowReader.compile
-
-    def spy(self: ArrowReader, statement: Any) -> tuple[str, list[Any]]:
-        sql, params = compile_(self, statement)
-        sent.append(sql)
-        return sql, params
-
     try:
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(ArrowReader, "compile", spy)
+        with arrow_statements() as sent:
             counted = evaluator.evaluate(NOW)
     finally:
         evaluator.source.close()
@@ -277,17 +267,8 @@ def test_postgres_groups_a_float_score_of_few_values_once_it_has_seen_them(postg
     engine.dispose()
     source = {"kind": "sql", "url": postgres_url, "table": table}
     evaluator = build_evaluators(config(source, aggregate=True))["tox"]
-    sent: list[str] = []
-    compile_ = ArrowReader.compile
-
-    def spy(self: ArrowReader, statement: Any) -> tuple[str, list[Any]]:
-        sql, params = compile_(self, statement)
-        sent.append(sql)
-        return sql, params
-
     try:
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(ArrowReader, "compile", spy)
+        with arrow_statements() as sent:
             first, second = evaluator.evaluate(NOW), evaluator.evaluate(NOW)
     finally:
         evaluator.source.close()
