@@ -26,7 +26,7 @@ counted by :func:`monitor.sources.frames.count_keys` instead, chunk by chunk, to
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
@@ -272,9 +272,9 @@ def _number(column: sa.ColumnElement[Any], sqlite: bool) -> sa.ColumnElement[boo
     return sa.and_(column.is_not(None), column != nan)
 
 
-def numeric_columns(table: sa.Table) -> frozenset[str]:
-    """The columns of a reflected table whose type holds numbers."""
-    return frozenset(c.name for c in table.columns if _holds_numbers(c.type))
+def numeric_columns(columns: Iterable[tuple[str, sa.types.TypeEngine[Any]]]) -> frozenset[str]:
+    """The names of the reflected ``(name, type)`` columns whose type holds numbers."""
+    return frozenset(name for name, sql_type in columns if _holds_numbers(sql_type))
 
 
 def _holds_numbers(sql_type: sa.types.TypeEngine[Any]) -> bool:

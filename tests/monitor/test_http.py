@@ -24,8 +24,12 @@ from monitor.service.snapshot import Snapshot
 from tests.monitor.test_exporter import (
     T0,
     make_snapshot,
+    model_evaluation,
+    model_status,
+    promtool_check_metrics,
     rich_snapshot,
     rich_values,
+    window_result,
 )
 
 # Loopback only: never through an HTTP(S)_PROXY from the environment.
@@ -229,15 +233,15 @@ def test_published_snapshots_are_rendered_at_publish_not_at_scrape() -> None:
         OPENMETRICS,
         {**OPENMETRICS, "HTTP_ACCEPT_ENCODING": "gzip"},
     ]
-    for environ in variants:  # the first scrapes of each kind render (nothing was published yet)
+    for environ in variants:  # the first scrape of each format renders (nothing was published yet)
         _call(endpoint, **environ)
-    assert collector.renders == 4
+    assert collector.renders == 2  # the gzip'd answers compress the same format's text
 
     current[0] = rich_snapshot(groups=[v for v in rich_values() if v.group != "white"], alerts=())
     endpoint.publish(current[0])
-    assert collector.renders == 8  # every kind asked for so far, rendered once each
+    assert collector.renders == 4  # every format asked for so far, rendered once each
     answers = [_call(endpoint, **environ) for environ in variants]
-    assert collector.renders == 8  # no scrape rendered
+    assert collector.renders == 4  # no scrape rendered
 
     # the bytes are prometheus_client's own rendering of the same snapshot
     (plain_headers, plain), (zipped_headers, zipped), (om_headers, om), (_, om_zipped) = answers
@@ -247,6 +251,59 @@ def test_published_snapshots_are_rendered_at_publish_not_at_scrape() -> None:
     assert zipped_headers["Content-Encoding"] == "gzip" and "Content-Encoding" not in plain_headers
     assert plain_headers["Content-Length"] == str(len(plain))
     assert om_headers["Content-Type"].startswith("application/openmetrics-text")
+
+
+def _models_snapshot(evaluations: dict[str, Any]) -> Snapshot:
+    return make_snapshot(*(model_status(name, e) for name, e in evaluations.items()))
+
+
+def _evaluation(name: str, shift: float = 0.0) -> Any:
+    values = [replace(v, value=v.value + shift) for v in rich_values()]
+    return model_evaluation(name, window_result("24h", values, []))
+
+
+def test_one_models_evaluation_renders_only_that_models_families(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A service of many models: a publish encodes the families of the model just evaluated, and
+    the assembled body is byte for byte prometheus_client's rendering of every model's families."""
+    from prometheus_client import generate_latest
+    from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
+
+    import monitor.http.metrics as metrics
+
+    evaluations = {f"model-{i}": _evaluation(f"model-{i}") for i in range(5)}
+    current = [_models_snapshot(evaluations)]
+    endpoint, _, registry = _endpoint(current)
+    encoded: list[str] = []  # the model label of every family encoded alone
+    blocks = metrics._blocks
+
+    def counting(part: Any, encode: Any) -> Any:
+        encoded.extend({s.labels.get("model", "") for f in part for s in f.samples} or {""})
+        return blocks(part, encode)
+
+    monkeypatch.setattr(metrics, "_blocks", counting)
+    _call(endpoint), _call(endpoint, **OPENMETRICS)
+    assert sorted(set(encoded)) == ["", *sorted(evaluations)]  # first render: every model (+ alerts)
+
+    encoded.clear()
+    evaluations["model-3"] = _evaluation("model-3", shift=0.01)
+    current[0] = _models_snapshot(evaluations)
+    endpoint.publish(current[0])
+    assert set(encoded) == {"model-3"}  # in both formats, and nothing else
+    (_, plain), (_, om) = _call(endpoint), _call(endpoint, **OPENMETRICS)
+    assert set(encoded) == {"model-3"}
+    assert plain == generate_latest(registry) and om == generate_openmetrics(registry)
+    assert plain.count(b"# TYPE fairwatch_selection_rate gauge") == 1  # one header per family
+    per_model = sum(v.metric == "selection_rate" for v in rich_values())
+    assert plain.count(b"fairwatch_selection_rate{") == 5 * per_model > 0
+    checked = promtool_check_metrics(plain)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+    del evaluations["model-0"]  # a reload removed a model: its series go, its cached text too
+    current[0] = _models_snapshot(evaluations)
+    endpoint.publish(current[0])
+    _, plain = _call(endpoint)
+    assert b'model="model-0"' not in plain and plain == generate_latest(registry)
+    assert len(endpoint._part_blocks["text/plain; version=0.0.4; charset=utf-8"]) == len(evaluations) + 1
 
 
 def test_a_publish_overtaken_by_a_newer_snapshot_renders_nothing() -> None:
@@ -263,13 +320,13 @@ def test_counters_alone_reuse_the_rendered_values() -> None:
     current = [rich_snapshot()]
     endpoint, _, _ = _endpoint(current)
     _, first = _call(endpoint)
-    values_text = endpoint._evaluation_text[1]["text/plain; version=0.0.4; charset=utf-8"]
+    values_text = endpoint._evaluation_text["text/plain; version=0.0.4; charset=utf-8"][1]
     current[0] = replace(current[0], job_errors_total=current[0].job_errors_total + 5)
     endpoint.publish(current[0])
     _, second = _call(endpoint)
     assert b"fairwatch_job_errors_total 2.0" in first and b"fairwatch_job_errors_total 7.0" in second
     # the values' text is the very object rendered for the first snapshot, not a re-render
-    assert endpoint._evaluation_text[1]["text/plain; version=0.0.4; charset=utf-8"] is values_text
+    assert endpoint._evaluation_text["text/plain; version=0.0.4; charset=utf-8"][1] is values_text
     assert second.startswith(values_text)
 
 
@@ -305,7 +362,7 @@ def test_odd_accept_headers_cannot_grow_the_caches() -> None:
         assert headers["Content-Type"] == "text/plain; version=1.0.0; charset=utf-8; escaping=underscores"
     assert body.endswith(b"# EOF\n")
     assert collector.renders == 2  # one render per format actually served, not one per header
-    assert len(endpoint._variants) == 2 and len(endpoint._evaluation_text[1]) == 2
+    assert len(endpoint._formats) == 2 and len(endpoint._evaluation_text) == 2
     current[0] = rich_snapshot()
     endpoint.publish(current[0])
     assert collector.renders == 4

@@ -8,9 +8,9 @@ scrape time: the values were computed by the scheduled evaluation, and samples c
 timestamps. The families, their labels and HELP are the schema of :mod:`.series`.
 
 The families computed by evaluations (values, companions, sizes, alerts: ~10,000 series for a
-large model) are built once per evaluation and reused until an evaluation or the alerts change;
-the service's own few families are built at every collect. :mod:`monitor.http.metrics` renders
-the text the same way, once per published snapshot.
+large model, ~2,800 for a typical one) are built per model, once per evaluation of that model, and
+reused until it is evaluated again; the service's own few families are built at every collect.
+:mod:`monitor.http.metrics` renders the text the same way: per model, once per evaluation.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ __all__ = [
     "SnapshotCollector",
     "build_families",
     "evaluation_families",
+    "merge_parts",
 ]
 
 
@@ -55,16 +56,18 @@ class SnapshotCollector:
     before the service has a snapshot. (``/metrics?name[]=...`` filtering then needs a
     registry built with ``support_collectors_without_names=True``.)
 
-    The evaluation families are kept and yielded again while the evaluations and alerts
-    stay the same; they are never mutated after being built, so concurrent scrapes may
-    share them.
+    The evaluation families are built per model, once per evaluation (:meth:`evaluation_parts`):
+    a service of 50 models builds one model's families when that model's evaluation ends, not
+    every model's. They are never mutated after being built, so concurrent scrapes may share them.
     """
 
     def __init__(self, get_snapshot: Callable[[], Snapshot], *, version: str) -> None:
         self._get_snapshot = get_snapshot
         self._version = version
-        # (key, families): one tuple so a reader never pairs one state with another's families.
-        self._cache: tuple[_EvaluationKey, tuple[Metric, ...]] | None = None
+        # (key, value) tuples, replaced whole, so a reader never pairs one state with another's families
+        self._models: dict[str, tuple[ModelEvaluation, tuple[Metric, ...]]] = {}
+        self._alerts: tuple[tuple[ActiveAlert, ...], tuple[Metric, ...]] | None = None
+        self._merged: tuple[tuple[tuple[Metric, ...], ...], tuple[Metric, ...]] | None = None
 
     def describe(self) -> list[Metric]:
         return []
@@ -74,31 +77,60 @@ class SnapshotCollector:
         yield from self.evaluation_families(snapshot)
         yield from self.service_families(snapshot)
 
+    def evaluation_parts(self, snapshot: Snapshot) -> tuple[tuple[Metric, ...], ...]:
+        """The fairness values, sizes and alerts, in parts: each evaluated model's families (only
+        its own samples; rebuilt only when that model's evaluation changed), then the alerts'.
+        A family name may appear in several parts; :func:`merge_parts` joins them."""
+        parts = []
+        for status in snapshot.models.values():
+            evaluation = status.last_evaluation  # kept after a failed evaluation
+            if evaluation is None:
+                continue
+            cached = self._models.get(status.name)
+            if cached is None or cached[0] is not evaluation:  # identity: evaluations are replaced
+                cached = (evaluation, _model_families(status.name, evaluation))
+                self._models[status.name] = cached
+            parts.append(cached[1])
+        for gone in self._models.keys() - snapshot.models.keys():  # a model a reload removed
+            self._models.pop(gone, None)
+        alerts = self._alerts
+        if alerts is None or alerts[0] != snapshot.alerts:
+            alerts = (snapshot.alerts, (_alerts(snapshot),))
+            self._alerts = alerts
+        parts.append(alerts[1])
+        return tuple(parts)
+
     def evaluation_families(self, snapshot: Snapshot) -> tuple[Metric, ...]:
-        """The fairness values, sizes and alerts: rebuilt only when an evaluation or the alerts
-        changed, not when only the service's counters did."""
-        key = _evaluation_key(snapshot)
-        cache = self._cache
-        if cache is None or not _same_key(cache[0], key):
-            cache = (key, tuple(evaluation_families(snapshot)))
-            self._cache = cache
-        return cache[1]
+        """:meth:`evaluation_parts` merged into one family per name: rebuilt only when an
+        evaluation or the alerts changed, not when only the service's counters did."""
+        parts = self.evaluation_parts(snapshot)
+        merged = self._merged
+        if merged is None or not _same_parts(merged[0], parts):
+            merged = (parts, merge_parts(parts))
+            self._merged = merged
+        return merged[1]
 
     def service_families(self, snapshot: Snapshot) -> list[Metric]:
         """The service's own metrics (counters, timestamps, source_up): a few series per model."""
         return _self_metrics(snapshot, self._version)
 
 
-# The evaluations (by identity: they are immutable and replaced, never mutated) and the alerts.
-_EvaluationKey = tuple[tuple[ModelEvaluation | None, ...], tuple[ActiveAlert, ...]]
+def _same_parts(a: tuple[tuple[Metric, ...], ...], b: tuple[tuple[Metric, ...], ...]) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
 
 
-def _evaluation_key(snapshot: Snapshot) -> _EvaluationKey:
-    return tuple(s.last_evaluation for s in snapshot.models.values()), snapshot.alerts
-
-
-def _same_key(a: _EvaluationKey, b: _EvaluationKey) -> bool:
-    return len(a[0]) == len(b[0]) and all(x is y for x, y in zip(a[0], b[0], strict=True)) and a[1] == b[1]
+def merge_parts(parts: tuple[tuple[Metric, ...], ...]) -> tuple[Metric, ...]:
+    """One family per name, in the order the names first appear, with the samples of every part
+    in part order (the order :mod:`monitor.http.metrics` assembles its text in)."""
+    merged: dict[str, Metric] = {}
+    for part in parts:
+        for family in part:
+            into = merged.get(family.name)
+            if into is None:
+                into = Metric(family.name, family.documentation, family.type, family.unit)
+                merged[family.name] = into
+            into.samples.extend(family.samples)
+    return tuple(merged.values())
 
 
 def build_families(snapshot: Snapshot, *, version: str) -> list[Metric]:
@@ -108,11 +140,19 @@ def build_families(snapshot: Snapshot, *, version: str) -> list[Metric]:
 
 def evaluation_families(snapshot: Snapshot) -> list[Metric]:
     """The families computed by evaluations: values, companions, sizes, alerts."""
-    values = _Families()
-    for status in snapshot.models.values():
-        if status.last_evaluation is not None:  # kept after a failed evaluation
-            _add_evaluation(values, status.name, status.last_evaluation)
-    return [*values.families(), _alerts(snapshot)]
+    parts = [
+        _model_families(status.name, status.last_evaluation)
+        for status in snapshot.models.values()
+        if status.last_evaluation is not None  # kept after a failed evaluation
+    ]
+    return [*merge_parts((*parts, (_alerts(snapshot),)))]
+
+
+def _model_families(model: str, evaluation: ModelEvaluation) -> tuple[Metric, ...]:
+    """One model's values, companions and sizes."""
+    families = _Families()
+    _add_evaluation(families, model, evaluation)
+    return tuple(families.families())
 
 
 class _Families:

@@ -62,25 +62,33 @@ def reflect(
     """The table's schema; a :class:`SourceError` when it or its timestamp column is missing.
     ``fallback(error)`` is told why reflection failed when the columns came from ``information_schema``."""
     try:
-        table: sa.Table | None = sa.Table(name, sa.MetaData(), schema=schema, autoload_with=conn)
+        # the columns alone: a Table's autoload also reads its keys, constraints and comments (eight
+        # statements on PostgreSQL, ~50 ms of a one-shot evaluate), none of which is used here
+        found = sa.inspect(conn).get_columns(name, schema=schema)
+        columns: list[tuple[str, sa.types.TypeEngine[Any]]] | None = [(c["name"], c["type"]) for c in found]
     except sa.exc.NoSuchTableError:
-        table = None
+        columns = None
     except sa.exc.ProgrammingError as exc:  # DuckDB: see the module docstring
         conn.rollback()
         table = columns_table(conn, name, schema)
+        columns = None if table is None else [(c.name, c.type) for c in table.columns]
         fallback(exc)
-    if table is None:
+    if columns is None:
         raise SourceError(f"table {name!r} not found: {describe()}")
-    names = [c.name for c in table.columns]
+    names = [n for n, _ in columns]
     if timestamp_column is not None and timestamp_column not in names:
         raise SourceError(f"column {timestamp_column!r} not found in {describe()}; its columns are {names}")
+
+    def of_type(kind: type[sa.types.TypeEngine[Any]]) -> frozenset[str]:
+        return frozenset(n for n, t in columns if isinstance(t, kind))
+
     return TableSchema(
         sa.table(name, *(sa.column(n) for n in names), schema=schema),
-        numeric=numeric_columns(table),
-        text=frozenset(c.name for c in table.columns if isinstance(c.type, sa.String)),
-        single=frozenset(c.name for c in table.columns if isinstance(c.type, sa.REAL)),
-        floating=frozenset(c.name for c in table.columns if isinstance(c.type, sa.Float)),
-        integer=frozenset(c.name for c in table.columns if isinstance(c.type, sa.Integer)),
+        numeric=numeric_columns(columns),
+        text=of_type(sa.String),
+        single=of_type(sa.REAL),
+        floating=of_type(sa.Float),
+        integer=of_type(sa.Integer),
         timestamp_indexed=_leads_an_index(conn, name, schema, timestamp_column),
     )
 
