@@ -37,7 +37,7 @@ from prometheus_client import CollectorRegistry, make_wsgi_app
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.metrics_core import Metric
 
-from monitor.outputs.prometheus.collector import SnapshotCollector
+from monitor.outputs.prometheus.collector import SnapshotCollector, same_parts
 from monitor.service.snapshot import Snapshot
 
 __all__ = ["MetricsEndpoint"]
@@ -177,7 +177,7 @@ class MetricsEndpoint:
         encode = _KNOWN[content_type]
         parts = self._collector.evaluation_parts(snapshot)
         last = self._evaluation_text.get(content_type)
-        if last is not None and len(last[0]) == len(parts) and all(a is b for a, b in zip(last[0], parts)):
+        if last is not None and same_parts(last[0], parts):
             values = last[1]
         else:
             values = self._assemble(parts, content_type, encode)

@@ -110,15 +110,19 @@ class Dispatcher:
         finally:
             finished = self._monotonic()
             if first:
-                # Every model falls due at start-up. Its ticks then fall at its phase points: the next
-                # is the first after this evaluation ended (never more than an interval after it);
-                # those that passed while it waited for a worker were skipped (busy), not those that
-                # passed while it ran unless it ran an interval or more (slow).
+                # Every model falls due at start-up. That evaluation stands for its last phase point
+                # at or before its start (those before it passed while it waited for a worker:
+                # skipped, busy); a phase point that passed while it ran is its next tick, due at
+                # once - so the second success follows the first by at most an interval, wherever
+                # the model's phase fell in the start-up burst (a next tick taken after the run
+                # ended put up to an interval plus a run between them: 63.7 s at 60 s) - and only
+                # more of them than one were skipped (slow).
                 phase = self._phase[name]
-                served = phase + math.floor((finished - phase) / interval) * interval  # last one <= finished
-                next_due = served + interval
-                busy = max(0, math.floor((started - phase) / interval))
-                slow = max(0, math.floor((finished - started) / interval))
+                waited = math.floor((started - phase) / interval)  # phase points up to the start: 0, 1, ...
+                ran = math.floor((finished - phase) / interval) - waited  # phase points during the run
+                next_due = phase + (waited + max(ran, 1)) * interval
+                busy = max(0, waited)
+                slow = max(0, ran - 1)
             else:
                 # ticks that fell due meanwhile: as many as its run lasted intervals are its own (slow),
                 # the rest fell due because it started late (busy: it waited for a worker)

@@ -16,7 +16,7 @@ reused until it is evaluated again; the service's own few families are built at 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from prometheus_client.core import (
     CounterMetricFamily,
@@ -45,6 +45,7 @@ __all__ = [
     "build_families",
     "evaluation_families",
     "merge_parts",
+    "same_parts",
 ]
 
 
@@ -105,7 +106,7 @@ class SnapshotCollector:
         evaluation or the alerts changed, not when only the service's counters did."""
         parts = self.evaluation_parts(snapshot)
         merged = self._merged
-        if merged is None or not _same_parts(merged[0], parts):
+        if merged is None or not same_parts(merged[0], parts):
             merged = (parts, merge_parts(parts))
             self._merged = merged
         return merged[1]
@@ -115,7 +116,8 @@ class SnapshotCollector:
         return _self_metrics(snapshot, self._version)
 
 
-def _same_parts(a: tuple[tuple[Metric, ...], ...], b: tuple[tuple[Metric, ...], ...]) -> bool:
+def same_parts(a: Sequence[Sequence[Metric]], b: Sequence[Sequence[Metric]]) -> bool:
+    """Whether two lists of parts are the same parts (by identity: parts are never mutated)."""
     return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
 
 
