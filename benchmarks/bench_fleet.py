@@ -18,8 +18,10 @@ union's on a range of whole panes. The last line is one JSON object.
 
 ``--jsonl`` measures the sidecar's own cost on the log a model server writes: one pod with all
 ``--per-day`` rows as JSON Lines in daily files (yesterday's and today's, appended every minute), its
-CPU seconds for the first publication and for each tick (its open panes). A log file is scanned
-whole (DuckDB cannot start a JSON Lines read in the middle), so each tick costs a scan of today's file.
+CPU seconds for the first publication and for each tick (its open panes). The sidecar tails the log
+(:mod:`monitor.sources.files.tail`: each tick counts the lines appended since the last one); the
+baseline, in the same run, counts its panes from the whole files at every tick, as before tailing.
+Both publications must give the central the same values on whole panes (``identical``).
 """
 
 from __future__ import annotations
@@ -84,7 +86,10 @@ def cpu(call: Any) -> tuple[float, Any]:
 
 
 def jsonl_sidecar(per_day: int, ticks: int) -> None:
-    """One sidecar publishing from a JSON Lines log of ``per_day`` rows a day: CPU per tick."""
+    """One sidecar publishing from a JSON Lines log of ``per_day`` rows a day: CPU per tick, tailing
+    the log (the default) and - the baseline, in the same run - counting its panes from whole files."""
+    from monitor.sources.files.source import FileSource
+
     log = make_log(per_day, ticks)
     day = FIRST_TICK.replace(hour=0, minute=0, second=0, microsecond=0)
 
@@ -93,29 +98,47 @@ def jsonl_sidecar(per_day: int, ticks: int) -> None:
         with path.open(mode) as out:
             out.write(stamped.to_json(orient="records", lines=True))
 
+    def whole(self: FileSource, *_args: Any) -> None:
+        return None  # no running counts: the panes are counted from the files
+
+    runs: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp)
-        before = log[log["ts"] < FIRST_TICK]
-        write(before[before["ts"] < day], folder / "predictions-1.jsonl")
-        today = folder / "predictions-2.jsonl"
-        write(before[before["ts"] >= day], today)
-        source = {"kind": "files", "path": str(folder / "predictions-*.jsonl"), "format": "jsonl"}
-        sidecar = evaluator(model(source, publish={"url": str(folder / "store"), "publisher": "pod"}))
-        first = cpu(lambda: sidecar.evaluate(FIRST_TICK))[0]
-        seen, costs = FIRST_TICK, []
-        for k in range(1, ticks + 1):
-            tick = FIRST_TICK + timedelta(minutes=k)
-            write(log[(log["ts"] >= seen) & (log["ts"] < tick)], today, "a")
-            seen = tick
-            costs.append(cpu(lambda tick=tick: sidecar.evaluate(tick))[0])
-        sidecar.close()
+        for name in ("tailed", "whole files"):
+            folder = Path(tmp) / name.replace(" ", "-")
+            folder.mkdir()
+            before = log[log["ts"] < FIRST_TICK]
+            write(before[before["ts"] < day], folder / "predictions-1.jsonl")
+            today = folder / "predictions-2.jsonl"
+            write(before[before["ts"] >= day], today)
+            source = {"kind": "files", "path": str(folder / "predictions-*.jsonl"), "format": "jsonl"}
+            sidecar = evaluator(model(source, publish={"url": str(folder / "store"), "publisher": "pod"}))
+            if name == "whole files":
+                sidecar.source.count_panes = whole.__get__(sidecar.source)  # type: ignore[attr-defined]
+            first = cpu(lambda sidecar=sidecar: sidecar.evaluate(FIRST_TICK))[0]
+            seen, costs = FIRST_TICK, []
+            for k in range(1, ticks + 1):
+                tick = FIRST_TICK + timedelta(minutes=k)
+                write(log[(log["ts"] >= seen) & (log["ts"] < tick)], today, "a")
+                seen = tick
+                costs.append(cpu(lambda tick=tick, sidecar=sidecar: sidecar.evaluate(tick))[0])
+            sidecar.close()
+            central = evaluator(model({"kind": "published", "url": str(folder / "store")}))
+            end = seen.replace(minute=0, second=0, microsecond=0)
+            published = values(central.evaluate(seen, start=end - timedelta(hours=20), end=end))
+            central.close()
+            runs[name] = {"first": first, "costs": costs, "values": published}
     load = os.getloadavg()
+    tailed, baseline = runs["tailed"], runs["whole files"]
     result = {
         "rows_per_day": per_day,
-        "rows_in_todays_file": int((before["ts"] >= day).sum()),
-        "first_publication_cpu": round(first, 3),
-        "tick_cpu_median": round(statistics.median(costs), 3),
-        "tick_cpu_max": round(max(costs), 3),
+        "rows_in_todays_file": int(((log["ts"] >= day) & (log["ts"] < FIRST_TICK)).sum()),
+        "first_publication_cpu": round(tailed["first"], 3),
+        "tick_cpu_median": round(statistics.median(tailed["costs"]), 3),
+        "tick_cpu_max": round(max(tailed["costs"]), 3),
+        "baseline_first_publication_cpu": round(baseline["first"], 3),
+        "baseline_tick_cpu_median": round(statistics.median(baseline["costs"]), 3),
+        "tick_speedup": round(statistics.median(baseline["costs"]) / statistics.median(tailed["costs"]), 1),
+        "identical": tailed["values"] == baseline["values"],
         "load": [round(x, 2) for x in load],
     }
     print(json.dumps(result))

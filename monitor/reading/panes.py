@@ -49,7 +49,15 @@ import pandas as pd
 
 from monitor.config import PanesConfig
 from monitor.reading.pane_store import PaneStore
-from monitor.sources.contract import WEIGHT, Batch, CountingSource, CountRequest, range_column
+from monitor.sources.contract import (
+    WEIGHT,
+    Batch,
+    CountedPanes,
+    CountingSource,
+    CountRequest,
+    PaneCountingSource,
+    range_column,
+)
 
 __all__ = ["CountedPanes", "Panes", "PanesRead", "count_panes", "pane_runs", "pane_starts"]
 
@@ -365,21 +373,21 @@ def _missing(value: object) -> bool:
         return False
 
 
-@dataclass(frozen=True)
-class CountedPanes:
-    """Consecutive panes counted in one statement."""
-
-    frames: dict[datetime, pd.DataFrame]  # each pane's counted combinations, no range columns
-    flagged: frozenset[str]  # the indicator attributes the source thresholded
-    rejected: Counter[str]  # rows the read rejected (unreadable timestamps: in no pane)
-
-
 def count_panes(
-    source: CountingSource, shape: CountRequest, panes: list[datetime], size: timedelta
+    source: CountingSource,
+    shape: CountRequest,
+    panes: list[datetime],
+    size: timedelta,
+    since: datetime | None = None,
 ) -> CountedPanes | None:
-    """Consecutive ``panes`` counted whole in one statement: each pane's time range a 0/1 column,
-    the combinations of each pane those with its column 1 (every row lies in one pane); ``None``
-    where the source cannot count."""
+    """Consecutive ``panes`` counted whole: from a source's own running counts where it keeps them
+    (log files it tails; ``since``: no pane before it is asked for again, default the first of
+    ``panes``), else in one statement, each pane's time range a 0/1 column, the combinations of each
+    pane those with its column 1 (every row lies in one pane); ``None`` where the source cannot count."""
+    if isinstance(source, PaneCountingSource):
+        kept = source.count_panes(shape, panes, size, panes[0] if since is None else since)
+        if kept is not None:
+            return kept
     ranges = tuple((pane, pane + size) for pane in panes)
     batch = source.read_counts(replace(shape, ranges=ranges), panes[0], panes[-1] + size)
     if batch is None:

@@ -33,12 +33,12 @@ import socket
 import uuid
 from collections import Counter
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from monitor.config import ModelConfig, PublishConfig
 from monitor.core.errors import SourceError
-from monitor.reading.panes import CountedPanes, count_panes, pane_runs, pane_starts
-from monitor.sources.contract import WEIGHT, CountingSource, CountRequest
+from monitor.reading.panes import count_panes, pane_runs, pane_starts
+from monitor.sources.contract import WEIGHT, CountedPanes, CountingSource, CountRequest
 from monitor.sources.count_files import Unwritable
 from monitor.sources.published.store import PaneDirectory, request_fingerprint, store_path
 
@@ -79,6 +79,7 @@ class Publisher:
         self._checked_at: datetime | None = None  # the last recheck of the sealed panes' totals
         self._expired_at: datetime | None = None  # the last look for publishers long gone
         self._rejected: Counter[str] = Counter()  # what the newest read rejected
+        self._since = datetime.max.replace(tzinfo=UTC)  # the horizon's first pane, at the last publication
 
     def publish(self, source: CountingSource, shape: CountRequest, now: datetime) -> Published:
         """Publish the panes of the horizon ending ``now`` that are open, new or changed."""
@@ -101,6 +102,8 @@ class Publisher:
             for pane in gone:
                 del self._rows[pane]
                 self._sealed.discard(pane)
+        # no pane before those still published (the horizon, a pane and the lateness) is counted again
+        self._since = next(pane_starts(panes[0] - size - model.panes.lateness, panes[0] + size, size))
         due = [p for p in panes if p + size > sealed_before or p not in self._sealed]
         due = sorted(set(due) | self._changed(source, shape, now))
         written, rejected = 0, Counter[str]()
@@ -159,7 +162,7 @@ class Publisher:
         )
 
     def _count(self, source: CountingSource, shape: CountRequest, panes: list[datetime]) -> CountedPanes:
-        counted = count_panes(source, shape, panes, self.size)
+        counted = count_panes(source, shape, panes, self.size, min(self._since, panes[0]))
         if counted is None:
             raise SourceError(
                 f"model {self.model.name}: its source cannot count these rows, so nothing is published "

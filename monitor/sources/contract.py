@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Protocol, runtime_checkable
 
 import pandas as pd
@@ -33,11 +33,13 @@ __all__ = [
     "WEIGHT",
     "Batch",
     "CountRequest",
+    "CountedPanes",
     "CountingSource",
     "FleetSource",
     "IndicatorFlags",
     "LabelJoin",
     "LabelJoiningSource",
+    "PaneCountingSource",
     "Source",
     "missing_column",
     "range_column",
@@ -166,6 +168,27 @@ class CountingSource(Source, Protocol):
         statistics), not a scan of much more: only then do sealed panes pay (:mod:`monitor.reading.panes`).
         A method, not a property: it may look at the source, and a runtime protocol check such as
         ``isinstance(source, CountingSource)`` evaluates every property (Python 3.11)."""
+        ...
+
+
+@dataclass(frozen=True)
+class CountedPanes:
+    """Consecutive epoch-aligned panes, each counted whole."""
+
+    frames: dict[datetime, pd.DataFrame]  # each pane's counted combinations, no range columns
+    flagged: frozenset[str]  # the indicator attributes the source thresholded
+    rejected: Counter[str]  # rows the read rejected (unreadable timestamps: in no pane)
+
+
+@runtime_checkable
+class PaneCountingSource(CountingSource, Protocol):
+    """A counting source that may keep its own running counts per pane (log files it tails)."""
+
+    def count_panes(
+        self, shape: CountRequest, panes: list[datetime], size: timedelta, since: datetime
+    ) -> CountedPanes | None:
+        """``panes`` (consecutive, of ``size``) counted whole for ``shape`` (no ranges); ``since``:
+        no pane before it will be asked for again. ``None``: count them with :meth:`read_counts`."""
         ...
 
 

@@ -121,10 +121,15 @@ def _table(frame: pd.DataFrame) -> pa.Table:
     return table
 
 
+_TYPE_OF = np.frompyfunc(type, 1, 1)
+
+
 def _union(values: np.ndarray) -> pa.Array:
     """Python objects as a dense union: one child per value type, each value's type and offset."""
-    kinds: dict[type, int] = {}
-    codes = np.fromiter((kinds.setdefault(type(v), len(kinds)) for v in values), np.int8, len(values))
+    # each value's type, in a C loop (a generator over the values took ~12 ms per 20 k values)
+    types, uniques = pd.factorize(_TYPE_OF(values) if len(values) else np.array([], dtype=object))
+    kinds: dict[type, int] = {kind: code for code, kind in enumerate(uniques)}
+    codes = types.astype(np.int8)
     offsets = np.zeros(len(values), dtype=np.int32)
     children: list[pa.Array] = []
     names: list[str] = []

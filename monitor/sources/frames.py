@@ -24,6 +24,7 @@ __all__ = [
     "counted_batch",
     "filter_window",
     "flaggable",
+    "merge_counts",
     "normalize_timestamps",
     "with_missing_flags",
 ]
@@ -85,13 +86,14 @@ def count_keys(chunks: Iterable[pd.DataFrame]) -> pd.DataFrame:
         pending.append(counted)
         waiting += len(counted)
         if merged is None or waiting >= len(merged):
-            merged = _merge_counts([*([merged] if merged is not None else []), *pending])
+            merged = merge_counts([*([merged] if merged is not None else []), *pending])
             pending, waiting = [], 0
     assert merged is not None, "a read yields at least one chunk"
-    return _merge_counts([merged, *pending]) if pending else merged
+    return merge_counts([merged, *pending]) if pending else merged
 
 
-def _merge_counts(counted: list[pd.DataFrame]) -> pd.DataFrame:
+def merge_counts(counted: list[pd.DataFrame]) -> pd.DataFrame:
+    """Counted frames of the same columns as one: each combination once, with the sum of its counts."""
     if len(counted) == 1:
         return counted[0]
     both = pd.concat(counted, ignore_index=True)

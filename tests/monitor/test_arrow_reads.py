@@ -332,13 +332,13 @@ def test_counting_rows_that_are_nearly_all_distinct_regroups_them_a_logarithmic_
     rows = pd.DataFrame({"score": rng.random(n), "label": rng.integers(0, 2, n)})
     rows.loc[rows.index % 997 == 0, "score"] = 0.5  # a few repeats
     merged_sizes: list[int] = []
-    merge = frames_module._merge_counts
+    merge = frames_module.merge_counts
 
     def spy(counted: list[pd.DataFrame]) -> pd.DataFrame:
         merged_sizes.append(sum(len(c) for c in counted))
         return merge(counted)
 
-    monkeypatch.setattr(frames_module, "_merge_counts", spy)
+    monkeypatch.setattr(frames_module, "merge_counts", spy)
     counted = count_keys(rows.iloc[i : i + chunk] for i in range(0, n, chunk))
     expect = Counter(zip(rows["score"], rows["label"], strict=True))
     assert (

@@ -47,8 +47,9 @@ import pyarrow.dataset as ds
 from monitor.config import SourceConfig
 from monitor.core.errors import ConfigError, SourceError
 from monitor.core.times import utc
-from monitor.sources.contract import Batch, CountRequest
+from monitor.sources.contract import Batch, CountedPanes, CountRequest
 from monitor.sources.files.parquet_counts import Uncountable, count_parquet, holds_text
+from monitor.sources.files.tail import TextTail
 from monitor.sources.files.text_counts import count_text
 from monitor.sources.files.text_files import json_records
 from monitor.sources.frames import counted_batch, filter_window
@@ -70,6 +71,7 @@ _EXTENSIONS = {
 }
 _UNITS_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 _MAX_LISTINGS = 3  # list the glob again when files vanished, but not forever
+_TAIL_RETRY = timedelta(hours=1)  # a log the tail could not count is counted whole this long
 
 
 @dataclass
@@ -113,12 +115,15 @@ class FileSource:
         self._unreadable: set[str] = set()  # files skipped at the last read: logged once per streak
         self.aggregate = config.aggregate
         self._counts_unavailable: str | None = None  # why the last read_counts read rows instead
+        self._tail: TextTail | None = None  # running counts of a text log (count_panes)
+        self._tail_retry_at = 0.0  # time.monotonic() after which tailing is tried again
 
     def describe(self) -> str:
         return f"files {self.pattern}"
 
     def close(self) -> None:
-        pass
+        if self._tail is not None:
+            self._tail.close()
 
     def read(self, start: datetime, end: datetime) -> Batch:
         directory = _static_directory(self.pattern)
@@ -166,6 +171,44 @@ class FileSource:
             return self.format == "parquet"
         paths = glob.glob(self.pattern, recursive=True)
         return bool(paths) and all(self._format_of(p) == ("parquet", False) for p in paths)
+
+    def count_panes(
+        self, shape: CountRequest, panes: list[datetime], size: timedelta, since: datetime
+    ) -> CountedPanes | None:
+        """CSV and JSON Lines: ``panes`` from the log's running counts, after counting the lines
+        written since the last call (:mod:`monitor.sources.files.tail`); ``None`` for Parquet, for
+        ``aggregate: false``, and where the tail cannot count (logged once; it tries again after
+        :data:`_TAIL_RETRY`): the panes are then counted whole."""
+        if not self.aggregate or self.timestamp_column is None or time.monotonic() < self._tail_retry_at:
+            return None
+        directory = _static_directory(self.pattern)
+        if not directory.is_dir():
+            return None
+        paths = [p for p in sorted(glob.glob(self.pattern, recursive=True)) if os.path.isfile(p)]
+        formats = {self._format_of(p)[0] for p in paths}
+        if len(formats) != 1 or (fmt := formats.pop()) == "parquet":
+            return None
+        if self._tail is None or self._tail.fmt != fmt:
+            if self._tail is not None:
+                self._tail.close()
+            self._tail = TextTail(fmt, timeout=self.timeout)
+        oldest_mtime = (utc(since) - self.mtime_grace).timestamp()
+        try:
+            fresh = [p for p in paths if os.stat(p).st_mtime >= oldest_mtime]
+            counted = self._tail.count(fresh, shape, panes, size, since)
+        except Exception as exc:  # Uncountable, or what DuckDB refused in the new lines: count whole
+            self._tail.close()
+            self._tail = None
+            self._tail_retry_at = time.monotonic() + _TAIL_RETRY.total_seconds()
+            log.info(
+                "%s: counting panes from whole files for %s, not tailing them: %s",
+                self.describe(),
+                _TAIL_RETRY,
+                exc,
+            )
+            return None
+        self._counts_unavailable = None
+        return counted
 
     def count_ranges(self, request: CountRequest, start: datetime, end: datetime) -> tuple[int, ...] | None:
         """The number of rows in each of ``request``'s time ranges, counted by DuckDB in one pass

@@ -33,6 +33,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Sequence
+from contextlib import nullcontext
 from datetime import datetime
 from typing import Any
 
@@ -83,9 +84,16 @@ def count_text(
     end: datetime,
     *,
     timeout: float,
+    part: bool = False,
+    conn: Any = None,
 ) -> tuple[pd.DataFrame, frozenset[str], Counter[str]]:
     """The count statement's result over ``paths`` (``fmt``: ``csv`` or ``jsonl``), the indicator
     attributes flagged in it, and the rows the row path would drop on reading (``line_invalid``).
+
+    ``part``: the paths hold new lines of a log, not whole files (:mod:`monitor.sources.files.tail`):
+    a CSV text whose value depends on how pandas types the whole file's column is refused, and a
+    JSON key no line of the part has is not (other lines may have it). ``conn``: a DuckDB
+    connection to count with (a tail's, kept between ticks: connecting takes ~15 ms), else a new one.
 
     Raises :class:`Uncountable` (with the reason) where the row path must read instead.
     """
@@ -96,7 +104,7 @@ def count_text(
             if not files.paths:
                 raise Uncountable("no complete rows in the files")
             left = max(began + timeout - time.monotonic(), 0.0)
-            frame, flagged = _Count(files, fmt, request, start, end).run(left)
+            frame, flagged = _Count(files, fmt, request, start, end, part=part).run(left, conn)
         except Exception:
             if files.unchanged():
                 raise
@@ -112,9 +120,16 @@ class _Count:
     """One count over prepared files: the DuckDB statements, then the texts read as the row path reads them."""
 
     def __init__(
-        self, files: TextFiles, fmt: str, request: CountRequest, start: datetime, end: datetime
+        self,
+        files: TextFiles,
+        fmt: str,
+        request: CountRequest,
+        start: datetime,
+        end: datetime,
+        *,
+        part: bool = False,
     ) -> None:
-        self.files, self.csv = files, fmt == "csv"
+        self.files, self.csv, self.part = files, fmt == "csv", part
         if self.csv:
             header = files.header or ()
             request = request.without([c for c in request.optional if c not in header])
@@ -123,10 +138,10 @@ class _Count:
         self.request, self.start, self.end = request, start, end
         self.flagged = frozenset(f.attribute for f in request.indicators)  # every value is text: flag here
 
-    def run(self, timeout: float) -> tuple[pd.DataFrame, frozenset[str]]:
+    def run(self, timeout: float, given: Any = None) -> tuple[pd.DataFrame, frozenset[str]]:
         import duckdb  # a second of import: only for the sources that count files
 
-        with duckdb.connect() as conn:
+        with nullcontext(given) if given is not None else duckdb.connect() as conn:
             timer = threading.Timer(timeout, conn.interrupt)
             timer.start()
             try:
@@ -307,6 +322,11 @@ class _Count:
                 ):
                     raise Uncountable("a number or boolean word in the model column")
                 if ambiguous := csv_ambiguous(present, as_number=as_number, as_text=as_text):
+                    if self.part:
+                        raise Uncountable(
+                            f"column {column!r} holds texts whose values depend on how the whole "
+                            "file's column is typed (numbers, boolean words)"
+                        )
                     mapping.update(zip(ambiguous, csv_typed(ambiguous, self._csv_type(column)), strict=True))
                 frame[column] = texts.map(mapping).astype(object)  # NA strings and NULL: NaN
             else:
@@ -317,7 +337,7 @@ class _Count:
                 if problem:
                     raise Uncountable(problem)
                 frame[column] = texts.map(parsed).astype(object)
-        if not self.csv and len(frame):
+        if not self.csv and len(frame) and not self.part:
             self._require_present(frame)
         return frame
 

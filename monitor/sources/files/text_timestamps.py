@@ -26,6 +26,7 @@ a part of the column cannot tell.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -113,6 +114,7 @@ class TextInstant:
         )
 
 
+@functools.lru_cache(maxsize=4096)  # a tailing sidecar asks for the same pane bounds every minute
 def epoch_threshold(at: datetime) -> float:
     """The least float64 of epoch seconds that the row path reads as ``at`` or later."""
     target = pd.Timestamp(utc(at))

@@ -1,0 +1,229 @@
+"""A sidecar tailing its pod's text log: each tick counts only the new lines, and what it publishes
+equals a whole read of the same files at that moment - through appends, a half-written line,
+rotation by rename, gzip'd rotated files, ``copytruncate``, a file rewritten in place.
+
+The reference is test_fleet's: the central's evaluation of the published counts against one
+evaluation of the log files as they are (itself pinned to the row path in test_counts and
+test_file_counts). The statements the tail runs are counted to show that a tick reads only what is
+new.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import logging
+import os
+import shutil
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from monitor.evaluation.evaluators import build_evaluators
+from monitor.sources.files.source import FileSource
+from monitor.sources.files.tail import TextTail
+from tests.monitor.test_counts import NOW, comparable, dirty_log
+from tests.monitor.test_fleet import _central, _evaluate, _model, _settings
+
+
+def _lines(rows: pd.DataFrame) -> bytes:
+    """JSON Lines as a model server writes them: ISO timestamps, null for NaN."""
+    records = rows.assign(ts=rows["ts"].map(lambda t: t.isoformat())).astype(object)
+    return "".join(
+        json.dumps({k: (None if v != v else v) for k, v in r.items()}) + "\n"
+        for r in records.to_dict("records")
+    ).encode()
+
+
+def _csv(rows: pd.DataFrame, *, header: bool) -> bytes:
+    text: str = rows.assign(ts=rows["ts"].map(lambda t: t.isoformat())).to_csv(index=False, header=header)
+    return text.encode()
+
+
+class Sidecar:
+    """A publishing sidecar over ``folder/log-*`` that ticks on demand; the tail's statements counted."""
+
+    def __init__(self, folder: Path, store: Path, fmt: str = "jsonl") -> None:
+        self.folder, self.store = folder, store
+        self.source = {"kind": "files", "path": str(folder / "log-*"), "format": fmt}
+        model = _model(self.source, publish={"url": str(store), "publisher": "pod"})
+        self._evaluators = build_evaluators(_settings(model))
+        self.evaluator = self._evaluators["tox"]
+
+    @property
+    def tail(self) -> TextTail | None:
+        source = self.evaluator.source
+        assert isinstance(source, FileSource)
+        return source._tail
+
+    def tick(self, at: datetime) -> int:
+        """Publish at ``at``; the statements the tail ran for it."""
+        before = self.tail.parts_counted if self.tail else 0
+        self.evaluator.evaluate(at)
+        assert self.tail is not None, "the sidecar gave up tailing"
+        return self.tail.parts_counted - before
+
+    def same_as_whole_read(self, at: datetime) -> None:
+        assert comparable(_central(self.store, at)) == comparable(_evaluate(_model(self.source), at))
+
+    def close(self) -> None:
+        self._evaluators.close()
+
+
+@pytest.fixture
+def sidecar(tmp_path: Path) -> Iterator[Sidecar]:
+    (tmp_path / "logs").mkdir()
+    car = Sidecar(tmp_path / "logs", tmp_path / "store")
+    yield car
+    car.close()
+
+
+def _until(frame: pd.DataFrame, lo: datetime, hi: datetime) -> pd.DataFrame:
+    return frame[(frame["ts"] >= lo) & (frame["ts"] < hi)]
+
+
+def test_appends_a_torn_line_and_rotations_equal_a_whole_read(sidecar: Sidecar) -> None:
+    frame = dirty_log()
+    logs = sidecar.folder
+    t = [NOW - timedelta(hours=5 - k) for k in range(6)]  # whole hours: the central's windows are whole panes
+    log = logs / "log-b.jsonl"
+    first = _lines(_until(frame, NOW - timedelta(hours=9), t[0]))
+    torn = _lines(_until(frame, t[0], t[1]).head(1))
+    log.write_bytes(first + torn[:-25])  # a line the writer is still writing
+    assert sidecar.tick(t[0]) == 1  # the whole file, once
+    sidecar.same_as_whole_read(t[0])  # the torn line: no row, and line_invalid on both sides
+
+    with log.open("ab") as out:  # the line finished, and more
+        out.write(torn[-25:] + _lines(_until(frame, t[0], t[1]).iloc[1:]))
+    assert sidecar.tick(t[1]) == 1
+    sidecar.same_as_whole_read(t[1])
+    assert sidecar.tick(t[1] + timedelta(seconds=30)) == 0  # nothing new: no statement at all
+
+    # rotation by rename: the renamed file is the same file (not counted again), the new one is new
+    log.rename(logs / "log-a.jsonl")
+    (logs / "log-b.jsonl").write_bytes(_lines(_until(frame, t[1], t[2])))
+    assert sidecar.tick(t[2]) == 1
+    sidecar.same_as_whole_read(t[2])
+
+    # the rotated file gzip'd (a new file): counted whole once, then left alone
+    with (logs / "log-a.jsonl").open("rb") as raw, gzip.open(logs / "log-a.jsonl.gz", "wb") as packed:
+        shutil.copyfileobj(raw, packed)
+    (logs / "log-a.jsonl").unlink()
+    with (logs / "log-b.jsonl").open("ab") as out:
+        out.write(_lines(_until(frame, t[2], t[3])))
+    assert sidecar.tick(t[3]) == 2  # the gzip'd file and the new lines
+    sidecar.same_as_whole_read(t[3])
+    assert sidecar.tick(t[3] + timedelta(seconds=30)) == 0
+
+    # copytruncate: the old lines move to a new file, the log starts again empty
+    shutil.copy(logs / "log-b.jsonl", logs / "log-b.1.jsonl")
+    with (logs / "log-b.jsonl").open("r+b") as out:
+        out.truncate(0)
+    (logs / "log-b.jsonl").write_bytes(_lines(_until(frame, t[3], t[4])))
+    assert sidecar.tick(t[4]) == 2  # the copy, and the truncated log from its start
+    sidecar.same_as_whole_read(t[4])
+
+    # a file gone from the glob takes its rows with it, as in a whole read
+    (logs / "log-a.jsonl.gz").unlink()
+    with (logs / "log-b.jsonl").open("ab") as out:
+        out.write(_lines(_until(frame, t[4], t[5])))
+    assert sidecar.tick(t[5]) == 1
+    sidecar.same_as_whole_read(t[5])
+
+
+def test_a_file_rewritten_in_place_is_counted_again_from_its_start(sidecar: Sidecar) -> None:
+    """Rows inserted into the middle of the file (same inode, longer, same first bytes): the last
+    bytes counted changed, so the file is counted again rather than read from a stale offset."""
+    frame = dirty_log()
+    log = sidecar.folder / "log-a.jsonl"
+    middle = (frame["ts"] >= NOW - timedelta(hours=3)) & (frame["ts"] < NOW - timedelta(hours=2))
+    log.write_bytes(_lines(frame[~middle]))
+    sidecar.tick(NOW)
+    inode = os.stat(log).st_ino
+    with log.open("r+b") as out:  # rewritten in place: the same inode
+        out.write(_lines(frame))
+    assert os.stat(log).st_ino == inode
+    assert sidecar.tick(NOW + timedelta(hours=1)) == 1  # at the recheck: the sealed panes changed
+    sidecar.same_as_whole_read(NOW + timedelta(hours=1))
+
+
+def test_csv_logs_are_tailed_with_their_header(tmp_path: Path) -> None:
+    frame = dirty_log().drop(columns=["pred", "cls"])
+    (tmp_path / "logs").mkdir()
+    car = Sidecar(tmp_path / "logs", tmp_path / "store", fmt="csv")
+    try:
+        log = tmp_path / "logs" / "log-a.csv"
+        t0, t1 = NOW - timedelta(hours=1), NOW
+        log.write_bytes(_csv(_until(frame, NOW - timedelta(hours=9), t0), header=True))
+        assert car.tick(t0) == 1
+        car.same_as_whole_read(t0)
+        with log.open("ab") as out:
+            out.write(_csv(_until(frame, t0, t1), header=False))
+        assert car.tick(t1) == 1
+        car.same_as_whole_read(t1)
+    finally:
+        car.close()
+
+
+def test_what_a_part_cannot_count_is_counted_whole(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A boolean word in a CSV group column: its value depends on how pandas types the whole
+    file's column, which the new rows alone cannot tell. The tail says why and the panes are counted whole - the
+    published values still equal the whole read."""
+    frame = dirty_log().drop(columns=["pred", "cls"])
+    (tmp_path / "logs").mkdir()
+    car = Sidecar(tmp_path / "logs", tmp_path / "store", fmt="csv")
+    try:
+        log = tmp_path / "logs" / "log-a.csv"
+        t0, t1 = NOW - timedelta(hours=1), NOW
+        log.write_bytes(_csv(_until(frame, NOW - timedelta(hours=9), t0), header=True))
+        car.tick(t0)
+        words = _until(frame, t0, t1).assign(race="True")
+        with log.open("ab") as out:
+            out.write(_csv(words, header=False))
+        with caplog.at_level(logging.INFO, logger="monitor.sources.files.source"):
+            car.evaluator.evaluate(t1)
+        assert car.tail is None and "not tailing them" in caplog.text and "'race'" in caplog.text
+        car.same_as_whole_read(t1)
+    finally:
+        car.close()
+
+
+def test_a_row_dated_far_ahead_is_never_lost(sidecar: Sidecar, caplog: pytest.LogCaptureFixture) -> None:
+    """A writer whose clock is days ahead: the tail cannot place the row in a pane it keeps, so it
+    counts the panes whole instead of dropping the row."""
+    frame = dirty_log()
+    rows = _until(frame, NOW - timedelta(hours=9), NOW)
+    ahead = rows.tail(1).assign(ts=NOW + timedelta(days=3))
+    (sidecar.folder / "log-a.jsonl").write_bytes(_lines(rows) + _lines(ahead))
+    with caplog.at_level(logging.INFO, logger="monitor.sources.files.source"):
+        sidecar.evaluator.evaluate(NOW)
+    assert sidecar.tail is None and "after the newest pane" in caplog.text
+    sidecar.same_as_whole_read(NOW)
+
+
+def test_steady_state_reads_only_the_new_bytes(sidecar: Sidecar, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After the first tick, a tick copies only the bytes appended since the last one."""
+    import monitor.sources.files.tail as tail_module
+
+    frame = dirty_log()
+    log = sidecar.folder / "log-a.jsonl"
+    log.write_bytes(_lines(_until(frame, NOW - timedelta(hours=9), NOW - timedelta(hours=1))))
+    sidecar.tick(NOW - timedelta(hours=1))
+    copied: list[int] = []
+    copy = tail_module._copy
+
+    def counting(fh: Any, out: Any, start: int, end: int) -> None:
+        copied.append(end - start)
+        copy(fh, out, start, end)
+
+    monkeypatch.setattr(tail_module, "_copy", counting)
+    new = _lines(_until(frame, NOW - timedelta(hours=1), NOW))
+    with log.open("ab") as out:
+        out.write(new)
+    assert sidecar.tick(NOW) == 1
+    assert copied == [len(new)]
+    sidecar.same_as_whole_read(NOW)
