@@ -19,7 +19,7 @@ from monitor.evaluation.evaluator import Evaluator
 from monitor.evaluation.results import ModelEvaluation
 from monitor.reading.pane_store import PaneStore
 from monitor.sources import build_source
-from monitor.sources.contract import Source
+from monitor.sources.contract import PaneCountingSource, Source
 
 __all__ = ["Evaluators", "build_evaluators", "evaluate_once", "select_models"]
 
@@ -108,6 +108,8 @@ def _evaluator(
     if config.kind == "published" and config.name is None:  # the counts published under this model's name
         config = config.model_copy(update={"name": model.name})
     source = build_source(config, timestamp_column=model.columns.timestamp, model=rows_of, memory=memory)
+    if pane_store is not None and isinstance(source, PaneCountingSource):  # a tailed log's running counts
+        source.keep_counts_in(pane_store.root / "tail")
     try:
         label_source = None
         if model.labels is not None:

@@ -23,6 +23,7 @@ from collections import Counter
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import pandas as pd
@@ -189,6 +190,10 @@ class PaneCountingSource(CountingSource, Protocol):
     ) -> CountedPanes | None:
         """``panes`` (consecutive, of ``size``) counted whole for ``shape`` (no ranges); ``since``:
         no pane before it will be asked for again. ``None``: count them with :meth:`read_counts`."""
+        ...
+
+    def keep_counts_in(self, directory: Path) -> None:
+        """Keep the running counts in ``directory`` too, so that a restarted process goes on from them."""
         ...
 
 

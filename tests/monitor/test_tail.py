@@ -47,11 +47,13 @@ def _csv(rows: pd.DataFrame, *, header: bool) -> bytes:
 class Sidecar:
     """A publishing sidecar over ``folder/log-*`` that ticks on demand; the tail's statements counted."""
 
-    def __init__(self, folder: Path, store: Path, fmt: str = "jsonl") -> None:
+    def __init__(self, folder: Path, store: Path, fmt: str = "jsonl", kept: Path | None = None) -> None:
         self.folder, self.store = folder, store
         self.source = {"kind": "files", "path": str(folder / "log-*"), "format": fmt}
         model = _model(self.source, publish={"url": str(store), "publisher": "pod"})
-        self._evaluators = build_evaluators(_settings(model))
+        if kept is not None:  # panes.directory: the tail's counts survive a restart there
+            model["panes"] = {"directory": str(kept)}
+        self._evaluators = build_evaluators(_settings(model), persist_panes=kept is not None)
         self.evaluator = self._evaluators["tox"]
 
     @property
@@ -227,3 +229,69 @@ def test_steady_state_reads_only_the_new_bytes(sidecar: Sidecar, monkeypatch: py
     assert sidecar.tick(NOW) == 1
     assert copied == [len(new)]
     sidecar.same_as_whole_read(NOW)
+
+
+def test_a_restarted_sidecar_goes_on_from_its_kept_offsets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With ``panes.directory``, the offsets and counts are kept there: after a restart only the
+    lines written meanwhile are read; a log rotated meanwhile is counted again where it changed."""
+    import monitor.sources.files.tail as tail_module
+
+    frame = dirty_log()
+    logs, kept = tmp_path / "logs", tmp_path / "kept"
+    logs.mkdir()
+    log = logs / "log-a.jsonl"
+    t0, t1, t2 = NOW - timedelta(hours=2), NOW - timedelta(hours=1), NOW
+    log.write_bytes(_lines(_until(frame, NOW - timedelta(hours=9), t0)))
+    car = Sidecar(logs, tmp_path / "store", kept=kept)
+    car.tick(t0)
+    car.close()  # a restart: the counts are written as the source closes
+    assert (kept / "tox" / "tail" / "tail.json").exists()
+
+    new = _lines(_until(frame, t0, t1))
+    with log.open("ab") as out:
+        out.write(new)
+    copied: list[int] = []
+    copy = tail_module._copy
+
+    def counting(fh: Any, out: Any, start: int, end: int) -> None:
+        copied.append(end - start)
+        copy(fh, out, start, end)
+
+    monkeypatch.setattr(tail_module, "_copy", counting)
+    car = Sidecar(logs, tmp_path / "store", kept=kept)
+    assert car.tick(t1) == 1 and copied == [len(new)]  # only what was written while it was down
+    car.same_as_whole_read(t1)
+    car.close()
+
+    # down again, and the log was rotated by copytruncate meanwhile: what changed is counted again
+    shutil.copy(log, logs / "log-b.jsonl")
+    with log.open("r+b") as out:
+        out.truncate(0)
+    log.write_bytes(_lines(_until(frame, t1, t2)))
+    copied.clear()
+    car = Sidecar(logs, tmp_path / "store", kept=kept)
+    assert car.tick(t2) == 2  # the copy (a new file) and the truncated log (from its start)
+    car.same_as_whole_read(t2)
+    car.close()
+    folder = kept / "tox" / "tail"
+    named = {n for f in json.loads((folder / "tail.json").read_text())["files"] for n in f["panes"].values()}
+    assert {p.name for p in folder.glob("*.arrow")} == named  # the files of earlier saves are gone
+
+
+def test_counts_kept_for_another_config_are_not_used(tmp_path: Path) -> None:
+    frame = dirty_log()
+    logs, kept = tmp_path / "logs", tmp_path / "kept"
+    logs.mkdir()
+    (logs / "log-a.jsonl").write_bytes(_lines(_until(frame, NOW - timedelta(hours=9), NOW)))
+    car = Sidecar(logs, tmp_path / "store", kept=kept)
+    car.tick(NOW)
+    car.close()
+    manifest = kept / "tox" / "tail" / "tail.json"
+    data = json.loads(manifest.read_text())
+    manifest.write_text(json.dumps(data | {"shape": "another config"}))
+    car = Sidecar(logs, tmp_path / "store", kept=kept)
+    assert car.tick(NOW) == 1  # counted whole again, not read from a stale offset
+    car.same_as_whole_read(NOW)
+    car.close()

@@ -116,6 +116,7 @@ class FileSource:
         self.aggregate = config.aggregate
         self._counts_unavailable: str | None = None  # why the last read_counts read rows instead
         self._tail: TextTail | None = None  # running counts of a text log (count_panes)
+        self._tail_directory: Path | None = None  # where they survive a restart (keep_counts_in)
         self._tail_retry_at = 0.0  # time.monotonic() after which tailing is tried again
 
     def describe(self) -> str:
@@ -191,13 +192,13 @@ class FileSource:
         if self._tail is None or self._tail.fmt != fmt:
             if self._tail is not None:
                 self._tail.close()
-            self._tail = TextTail(fmt, timeout=self.timeout)
+            self._tail = TextTail(fmt, timeout=self.timeout, directory=self._tail_directory)
         oldest_mtime = (utc(since) - self.mtime_grace).timestamp()
         try:
             fresh = [p for p in paths if os.stat(p).st_mtime >= oldest_mtime]
             counted = self._tail.count(fresh, shape, panes, size, since)
         except Exception as exc:  # Uncountable, or what DuckDB refused in the new lines: count whole
-            self._tail.close()
+            self._tail.discard()
             self._tail = None
             self._tail_retry_at = time.monotonic() + _TAIL_RETRY.total_seconds()
             log.info(
@@ -209,6 +210,10 @@ class FileSource:
             return None
         self._counts_unavailable = None
         return counted
+
+    def keep_counts_in(self, directory: Path) -> None:
+        """Keep a tailed log's offsets and running counts in ``directory`` (``panes.directory``)."""
+        self._tail_directory = directory
 
     def count_ranges(self, request: CountRequest, start: datetime, end: datetime) -> tuple[int, ...] | None:
         """The number of rows in each of ``request``'s time ranges, counted by DuckDB in one pass

@@ -19,7 +19,10 @@ What it watches for, per file (known by device and inode, so a renamed file is t
   changed: it is counted again from its start;
 - gzip'd files (rotated, not appended to): counted whole once, again if their size or mtime
   changes; one still being written (a truncated member) sends the window to a whole read;
-- a restart: nothing is kept on disk; the first tick counts the files whole, as before.
+- a restart: with a directory to keep them in (``panes.directory``), the offsets and counts are
+  written there at most every :data:`SAVE_EVERY` and when the source closes, and a restarted
+  sidecar goes on from them (lines written meanwhile are new lines); without one, or when what is
+  kept does not match the files any more, the first tick counts the files whole.
 
 It gives up (returns ``None``: the caller counts the panes whole, and the reason is logged once)
 wherever a part cannot be counted as the whole would be: CSV texts whose value depends on how
@@ -29,24 +32,30 @@ than :data:`AHEAD` after the newest pane asked for (clock skew), a pane before `
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import json
 import logging
 import os
+import secrets
 import tempfile
+import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import IO, Any
 
 import pandas as pd
 
 from monitor.sources.contract import CountedPanes, CountRequest, range_column
+from monitor.sources.count_files import Unwritable, read_frame, write_frame
 from monitor.sources.files.parquet_counts import Uncountable
 from monitor.sources.files.text_counts import count_text
 from monitor.sources.files.text_files import json_records
 from monitor.sources.frames import counted_batch, merge_counts
 
-__all__ = ["AHEAD", "TextTail"]
+__all__ = ["AHEAD", "SAVE_EVERY", "TextTail"]
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +64,11 @@ AHEAD = timedelta(days=1)
 _HEAD = 4096  # first bytes of a file that identify it (a replaced file differs in them)
 _BLOCK = 1 << 16
 _PARTS = 32  # counted parts of one pane kept apart before they are regrouped
+#: The running counts are written to their directory at most this often (and when the source closes):
+#: a crashed sidecar counts again at most this long of lines.
+SAVE_EVERY = timedelta(minutes=5)
+_MANIFEST = "tail.json"
+_KEY = b"fairwatch.tail"
 
 
 @dataclass
@@ -69,14 +83,20 @@ class _File:
     panes: dict[datetime, list[pd.DataFrame]] = field(default_factory=dict)  # counts per pane
     invalid: int = 0  # rows whose timestamp cannot be read (in no pane)
     torn: int = 0  # the unterminated last line, when the row path drops it (line_invalid)
+    key: tuple[int, int] = (0, 0)  # (device, inode)
+    changed: set[datetime] = field(default_factory=set)  # panes whose counts were not written yet
+    saved: dict[datetime, str] = field(default_factory=dict)  # pane -> the file its counts were written to
 
 
 class TextTail:
     """Running per-pane counts of one text log (``fmt``: ``csv`` or ``jsonl``) for one request shape."""
 
-    def __init__(self, fmt: str, *, timeout: float) -> None:
+    def __init__(self, fmt: str, *, timeout: float, directory: Path | None = None) -> None:
         self.fmt = fmt
         self.timeout = timeout
+        self.directory = directory  # where the offsets and counts survive a restart
+        self._loaded = directory is None  # what the directory holds was read (or there is none)
+        self._saved_at: float | None = None  # time.monotonic() of the last save
         self._shape: CountRequest | None = None
         self._size: timedelta | None = None
         self._since: datetime | None = None
@@ -86,6 +106,17 @@ class TextTail:
         self._conn: Any = None  # one DuckDB connection for every part (connecting takes ~15 ms)
 
     def close(self) -> None:
+        """Write what is counted (with a directory), and let the DuckDB connection go."""
+        try:
+            if self._shape is not None and self._files:
+                self.save()
+        finally:
+            self.discard()
+
+    def discard(self) -> None:
+        """Let the DuckDB connection go without writing anything: after a failed :meth:`count`, the
+        counts in memory may be half updated (what the directory holds is of an earlier moment,
+        whole, and a later tail goes on from it)."""
         if self._conn is not None:
             self._conn.close()
             self._conn = None
@@ -101,6 +132,9 @@ class TextTail:
         """``panes`` counted whole over ``paths`` (the glob's files now, plain or gzip'd), after
         counting what changed since the last call. Raises :class:`Uncountable` where it cannot."""
         shape = replace(shape, ranges=())
+        if not self._loaded:
+            self._loaded = True
+            self._load(shape, size)
         if shape != self._shape or size != self._size or self._since is None or since < self._since:
             self._reset(shape, size, since)
         assert self._since is not None
@@ -116,6 +150,7 @@ class TextTail:
                 continue  # rotated away between listing and now: as gone
             key = (info.st_dev, info.st_ino)
             state = self._files.get(key, _File())
+            state.key = key
             self._refresh(path, info, state, hi, self._near(panes[-1]))
             seen[key] = state
         self._files = seen  # files gone from the glob take their counts with them
@@ -135,7 +170,116 @@ class TextTail:
             }
         )
         rejected = +rejected  # no zero counts
+        if self.directory is not None and (
+            self._saved_at is None or time.monotonic() - self._saved_at >= SAVE_EVERY.total_seconds()
+        ):
+            self.save()
         return CountedPanes(frames, self._flagged, rejected)
+
+    # -- kept across restarts -----------------------------------------------------------------------
+
+    def save(self) -> None:
+        """Write the offsets and the counts changed since the last save into the directory: the
+        panes' files first, then the manifest that names them (atomically), then the files no
+        manifest names any more are removed. A failure is logged, not raised: the counts stay in memory."""
+        if self.directory is None or self._shape is None or self._size is None or self._since is None:
+            return
+        self._saved_at = time.monotonic()
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            files: list[dict[str, Any]] = []
+            named: set[str] = set()
+            for state in self._files.values():
+                names: dict[str, str] = {}
+                for pane, frames in state.panes.items():
+                    name = state.saved.get(pane)
+                    if pane in state.changed or name is None:
+                        # a new name each time: the manifest on disk names the files of its own moment
+                        # until the new manifest replaces it (a crash in between leaves them whole)
+                        name = f"{state.key[0]}-{state.key[1]}-{int(pane.timestamp())}-{secrets.token_hex(4)}.arrow"
+                        if len(frames) > 1:
+                            state.panes[pane] = frames = [_combined(frames)]
+                        write_frame(self.directory / name, frames[0], _KEY, {})
+                    names[str(int(pane.timestamp()))] = name
+                state.saved = {pane: names[str(int(pane.timestamp()))] for pane in state.panes}
+                state.changed.clear()
+                named.update(names.values())
+                files.append(
+                    {
+                        "key": list(state.key),
+                        "offset": state.offset,
+                        "head": state.head.hex(),
+                        "last": state.last.hex(),
+                        "header": state.header.hex(),
+                        "stamp": list(state.stamp),
+                        "invalid": state.invalid,
+                        "torn": state.torn,
+                        "panes": names,
+                    }
+                )
+            manifest = {
+                "shape": _fingerprint(self._shape, self._size, self.fmt),
+                "since": self._since.isoformat(),
+                "flagged": sorted(self._flagged),
+                "files": files,
+            }
+            temp = self.directory / f".{_MANIFEST}.tmp"
+            temp.write_text(json.dumps(manifest))
+            os.replace(temp, self.directory / _MANIFEST)
+            for path in self.directory.glob("*.arrow"):
+                if path.name not in named:
+                    path.unlink(missing_ok=True)
+        except (OSError, Unwritable) as exc:
+            log.warning(
+                "cannot keep a log's running counts in %s (%s): they stay in memory", self.directory, exc
+            )
+
+    def _load(self, shape: CountRequest, size: timedelta) -> None:
+        """The offsets and counts a previous process kept, if they were counted for this shape."""
+        assert self.directory is not None
+        try:
+            manifest = json.loads((self.directory / _MANIFEST).read_text())
+        except FileNotFoundError:
+            return
+        except (OSError, ValueError) as exc:
+            log.warning(
+                "the running counts kept in %s cannot be read (%s): counting the log again",
+                self.directory,
+                exc,
+            )
+            return
+        if manifest.get("shape") != _fingerprint(shape, size, self.fmt):
+            return  # another config: counted again
+        try:
+            files = {}
+            for kept in manifest["files"]:
+                state = _File(
+                    offset=kept["offset"],
+                    head=bytes.fromhex(kept["head"]),
+                    last=bytes.fromhex(kept["last"]),
+                    header=bytes.fromhex(kept["header"]),
+                    stamp=(kept["stamp"][0], kept["stamp"][1]),
+                    invalid=kept["invalid"],
+                    torn=kept["torn"],
+                    key=(kept["key"][0], kept["key"][1]),
+                )
+                for epoch, name in kept["panes"].items():
+                    pane = datetime.fromtimestamp(int(epoch), UTC)
+                    state.panes[pane] = [read_frame(self.directory / name, _KEY)[0]]
+                    state.saved[pane] = name
+                files[state.key] = state
+        except Exception as exc:  # a damaged or missing file: whatever the decoder raises
+            log.warning(
+                "the running counts kept in %s cannot be read (%s): counting the log again",
+                self.directory,
+                exc,
+            )
+            return
+        self._shape, self._size = shape, size
+        self._since = datetime.fromisoformat(manifest["since"])
+        self._flagged = frozenset(manifest["flagged"])
+        self._files = files
+        self._saved_at = time.monotonic()
 
     def _near(self, asked: datetime) -> list[datetime]:
         """The panes new lines are expected in: the newest pane holding rows and the next, and the
@@ -266,12 +410,20 @@ class TextTail:
         for i, pane in enumerate(panes):
             rows = counted[counted[columns[i]] == 1]
             if len(rows):
+                state.changed.add(pane)
                 frames = state.panes.setdefault(pane, [])
                 frames.append(rows.drop(columns=columns).reset_index(drop=True))
                 # regrouped once the new parts hold as many combinations as the rest (or are many):
                 # each combination is regrouped a few times, not at every tick
                 if len(frames) > _PARTS or sum(map(len, frames[1:])) >= len(frames[0]):
                     state.panes[pane] = [_combined(frames)]
+
+
+def _fingerprint(shape: CountRequest, size: timedelta, fmt: str) -> str:
+    """What the kept counts were counted for: the request (its columns, flags, thresholds), the pane
+    size and the format."""
+    text = json.dumps([dataclasses.asdict(shape), size.total_seconds(), fmt], sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _combined(frames: list[pd.DataFrame]) -> pd.DataFrame:
