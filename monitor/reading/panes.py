@@ -379,13 +379,21 @@ def count_panes(
     panes: list[datetime],
     size: timedelta,
     since: datetime | None = None,
+    until: datetime | None = None,
 ) -> CountedPanes | None:
     """Consecutive ``panes`` counted whole: from a source's own running counts where it keeps them
     (log files it tails; ``since``: no pane before it is asked for again, default the first of
+    ``panes``; ``until``: the end of the newest that will be, default the end of the last of
     ``panes``), else in one statement, each pane's time range a 0/1 column, the combinations of each
     pane those with its column 1 (every row lies in one pane); ``None`` where the source cannot count."""
     if isinstance(source, PaneCountingSource):
-        kept = source.count_panes(shape, panes, size, panes[0] if since is None else since)
+        kept = source.count_panes(
+            shape,
+            panes,
+            size,
+            panes[0] if since is None else since,
+            panes[-1] + size if until is None else until,
+        )
         if kept is not None:
             return kept
     ranges = tuple((pane, pane + size) for pane in panes)

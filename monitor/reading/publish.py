@@ -80,6 +80,7 @@ class Publisher:
         self._expired_at: datetime | None = None  # the last look for publishers long gone
         self._rejected: Counter[str] = Counter()  # what the newest read rejected
         self._since = datetime.max.replace(tzinfo=UTC)  # the horizon's first pane, at the last publication
+        self._until = datetime.min.replace(tzinfo=UTC)  # ... and its newest pane's end
 
     def publish(self, source: CountingSource, shape: CountRequest, now: datetime) -> Published:
         """Publish the panes of the horizon ending ``now`` that are open, new or changed."""
@@ -104,6 +105,7 @@ class Publisher:
                 self._sealed.discard(pane)
         # no pane before those still published (the horizon, a pane and the lateness) is counted again
         self._since = next(pane_starts(panes[0] - size - model.panes.lateness, panes[0] + size, size))
+        self._until = max(now, panes[-1] + size)  # the newest pane's end
         due = [p for p in panes if p + size > sealed_before or p not in self._sealed]
         due = sorted(set(due) | self._changed(source, shape, now))
         written, rejected = 0, Counter[str]()
@@ -162,7 +164,7 @@ class Publisher:
         )
 
     def _count(self, source: CountingSource, shape: CountRequest, panes: list[datetime]) -> CountedPanes:
-        counted = count_panes(source, shape, panes, self.size, min(self._since, panes[0]))
+        counted = count_panes(source, shape, panes, self.size, min(self._since, panes[0]), self._until)
         if counted is None:
             raise SourceError(
                 f"model {self.model.name}: its source cannot count these rows, so nothing is published "

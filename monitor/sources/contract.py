@@ -186,10 +186,11 @@ class PaneCountingSource(CountingSource, Protocol):
     """A counting source that may keep its own running counts per pane (log files it tails)."""
 
     def count_panes(
-        self, shape: CountRequest, panes: list[datetime], size: timedelta, since: datetime
+        self, shape: CountRequest, panes: list[datetime], size: timedelta, since: datetime, until: datetime
     ) -> CountedPanes | None:
         """``panes`` (consecutive, of ``size``) counted whole for ``shape`` (no ranges); ``since``:
-        no pane before it will be asked for again. ``None``: count them with :meth:`read_counts`."""
+        no pane before it will be asked for again; ``until``: the end of the newest pane that will
+        be (now). ``None``: count them with :meth:`read_counts`."""
         ...
 
     def keep_counts_in(self, directory: Path) -> None:

@@ -23,11 +23,12 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from monitor.core.errors import SourceError
 from monitor.evaluation.evaluators import build_evaluators
 from monitor.sources.files.source import FileSource
 from monitor.sources.files.tail import TextTail
 from tests.monitor.test_counts import NOW, comparable, dirty_log
-from tests.monitor.test_fleet import _central, _evaluate, _model, _settings
+from tests.monitor.test_fleet import _evaluate, _model, _settings
 
 
 def _lines(rows: pd.DataFrame) -> bytes:
@@ -47,10 +48,12 @@ def _csv(rows: pd.DataFrame, *, header: bool) -> bytes:
 class Sidecar:
     """A publishing sidecar over ``folder/log-*`` that ticks on demand; the tail's statements counted."""
 
-    def __init__(self, folder: Path, store: Path, fmt: str = "jsonl", kept: Path | None = None) -> None:
-        self.folder, self.store = folder, store
+    def __init__(
+        self, folder: Path, store: Path, fmt: str = "jsonl", kept: Path | None = None, **keys: Any
+    ) -> None:
+        self.folder, self.store, self.keys = folder, store, keys
         self.source = {"kind": "files", "path": str(folder / "log-*"), "format": fmt}
-        model = _model(self.source, publish={"url": str(store), "publisher": "pod"})
+        model = _model(self.source, publish={"url": str(store), "publisher": "pod"}, **keys)
         if kept is not None:  # panes.directory: the tail's counts survive a restart there
             model["panes"] = {"directory": str(kept)}
         self._evaluators = build_evaluators(_settings(model), persist_panes=kept is not None)
@@ -70,7 +73,8 @@ class Sidecar:
         return self.tail.parts_counted - before
 
     def same_as_whole_read(self, at: datetime) -> None:
-        assert comparable(_central(self.store, at)) == comparable(_evaluate(_model(self.source), at))
+        central = _evaluate(_model({"kind": "published", "url": str(self.store)}, **self.keys), at)
+        assert comparable(central) == comparable(_evaluate(_model(self.source, **self.keys), at))
 
     def close(self) -> None:
         self._evaluators.close()
@@ -295,3 +299,129 @@ def test_counts_kept_for_another_config_are_not_used(tmp_path: Path) -> None:
     assert car.tick(NOW) == 1  # counted whole again, not read from a stale offset
     car.same_as_whole_read(NOW)
     car.close()
+
+
+# --- found by review: each failed before its fix ------------------------------------------------
+
+
+def test_a_horizon_of_days_is_tailed(tmp_path: Path) -> None:
+    """A 2-day window: the oldest run of panes is counted first, and the log's newest rows lie more
+    than a day after it - they are kept, not taken for a clock far ahead (which turned tailing off)."""
+    frame = dirty_log()
+    (tmp_path / "logs").mkdir()
+    windows = [{"name": "1h", "length": "1h"}, {"name": "2d", "length": "2d"}]
+    car = Sidecar(tmp_path / "logs", tmp_path / "store", windows=windows)
+    try:
+        log = tmp_path / "logs" / "log-a.jsonl"
+        log.write_bytes(_lines(_until(frame, NOW - timedelta(hours=9), NOW - timedelta(hours=1))))
+        car.tick(NOW - timedelta(hours=1))
+        with log.open("ab") as out:
+            out.write(_lines(_until(frame, NOW - timedelta(hours=1), NOW)))
+        assert car.tick(NOW) == 1
+        car.same_as_whole_read(NOW)
+    finally:
+        car.close()
+
+
+def test_a_json_key_no_line_has_is_still_a_missing_column(sidecar: Sidecar) -> None:
+    """A typo in the config (a key no line has): a whole read refuses to count it; so does the tail -
+    nothing is published with the group as missing on every row."""
+    frame = dirty_log().drop(columns=["race"])
+    (sidecar.folder / "log-a.jsonl").write_bytes(_lines(_until(frame, NOW - timedelta(hours=9), NOW)))
+    with pytest.raises(SourceError, match="cannot count"):
+        sidecar.evaluator.evaluate(NOW)
+    assert not list(sidecar.store.rglob("*.arrow"))
+
+
+def test_a_file_rewritten_while_its_lines_are_copied_is_not_gone_on_from(
+    sidecar: Sidecar, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """copytruncate while the new lines are read, the writer already past the old size: the tick
+    counts whole, and the tail never goes on from an offset into other bytes."""
+    import monitor.sources.files.tail as tail_module
+
+    frame = dirty_log()
+    log = sidecar.folder / "log-a.jsonl"
+    t0, t1, t2 = NOW - timedelta(hours=2), NOW - timedelta(hours=1), NOW
+    log.write_bytes(_lines(_until(frame, NOW - timedelta(hours=9), t0)))
+    sidecar.tick(t0)
+    with log.open("ab") as out:
+        out.write(_lines(_until(frame, t0, t1)))
+    copy = tail_module._copy
+    once: list[bool] = []
+
+    def rotated_meanwhile(fh: Any, out: Any, start: int, end: int) -> None:
+        copy(fh, out, start, end)
+        if once:
+            return
+        once.append(True)
+        shutil.copy(log, sidecar.folder / "log-b.jsonl")
+        with log.open("r+b") as rewrite:  # the log starts again, and is soon longer than before
+            rewrite.truncate(0)
+            rewrite.write(_lines(_until(frame, t1, t2)) * 12)
+
+    monkeypatch.setattr(tail_module, "_copy", rotated_meanwhile)
+    sidecar.evaluator.evaluate(t1)  # counted whole this tick (the tail said: try again)
+    monkeypatch.setattr(tail_module, "_copy", copy)
+    assert sidecar.tail is not None
+    sidecar.same_as_whole_read(t1)
+    sidecar.tick(t2)
+    sidecar.same_as_whole_read(t2)
+
+
+def test_torn_lines_unreadable_timestamps_and_a_header_being_written(tmp_path: Path) -> None:
+    """What a whole read rejects, the tail rejects the same, tick after tick: timestamps that cannot
+    be read (in every part), a JSON line complete but for its newline (a row), a torn CSV row, a CSV
+    file whose header is not complete yet (no row, nothing rejected)."""
+    frame = dirty_log()
+    frame["ts"] = frame["ts"].astype(object)
+    frame.loc[frame.index % 97 == 5, "ts"] = "not a time"
+    lines = _until_text(frame)
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    car = Sidecar(logs, tmp_path / "store")
+    try:
+        t0, t1 = NOW - timedelta(hours=1), NOW
+        first, second = lines(NOW - timedelta(hours=9), t0), lines(t0, t1)
+        (logs / "log-a.jsonl").write_bytes(first + second[: second.index(b"\n")])  # no newline yet
+        car.tick(t0)
+        car.same_as_whole_read(t0)
+        with (logs / "log-a.jsonl").open("ab") as out:
+            out.write(second[second.index(b"\n") :])
+        car.tick(t1)
+        car.same_as_whole_read(t1)
+    finally:
+        car.close()
+
+    csv_logs = tmp_path / "csv"
+    csv_logs.mkdir()
+    rows = dirty_log().drop(columns=["pred", "cls"])
+    text = _csv(_until(rows, NOW - timedelta(hours=9), NOW), header=True)
+    (csv_logs / "log-a.csv").write_bytes(text[:-20])  # a torn last row
+    (csv_logs / "log-b.csv").write_bytes(text[:6])  # a header still being written
+    car = Sidecar(csv_logs, tmp_path / "csv-store", fmt="csv")
+    try:
+        car.tick(NOW)
+        car.same_as_whole_read(NOW)
+    finally:
+        car.close()
+
+
+def _until_text(frame: pd.DataFrame) -> Any:
+    """JSON Lines of the rows in a range, unreadable timestamps (text) included wherever they lie."""
+    stamps = pd.to_datetime(frame["ts"], errors="coerce", utc=True)
+
+    def lines(lo: datetime, hi: datetime) -> bytes:
+        rows = frame[
+            (stamps.isna() & (frame.index % 2 == int(lo == NOW - timedelta(hours=9))))
+            | ((stamps >= lo) & (stamps < hi))
+        ]
+        records = rows.assign(ts=rows["ts"].map(lambda t: t if isinstance(t, str) else t.isoformat())).astype(
+            object
+        )
+        return "".join(
+            json.dumps({k: (None if v != v else v) for k, v in r.items()}) + "\n"
+            for r in records.to_dict("records")
+        ).encode()
+
+    return lines

@@ -49,7 +49,7 @@ from monitor.core.errors import ConfigError, SourceError
 from monitor.core.times import utc
 from monitor.sources.contract import Batch, CountedPanes, CountRequest
 from monitor.sources.files.parquet_counts import Uncountable, count_parquet, holds_text
-from monitor.sources.files.tail import TextTail
+from monitor.sources.files.tail import TextTail, TryAgain
 from monitor.sources.files.text_counts import count_text
 from monitor.sources.files.text_files import json_records
 from monitor.sources.frames import counted_batch, filter_window
@@ -174,7 +174,7 @@ class FileSource:
         return bool(paths) and all(self._format_of(p) == ("parquet", False) for p in paths)
 
     def count_panes(
-        self, shape: CountRequest, panes: list[datetime], size: timedelta, since: datetime
+        self, shape: CountRequest, panes: list[datetime], size: timedelta, since: datetime, until: datetime
     ) -> CountedPanes | None:
         """CSV and JSON Lines: ``panes`` from the log's running counts, after counting the lines
         written since the last call (:mod:`monitor.sources.files.tail`); ``None`` for Parquet, for
@@ -196,7 +196,10 @@ class FileSource:
         oldest_mtime = (utc(since) - self.mtime_grace).timestamp()
         try:
             fresh = [p for p in paths if os.stat(p).st_mtime >= oldest_mtime]
-            counted = self._tail.count(fresh, shape, panes, size, since)
+            counted = self._tail.count(fresh, shape, panes, size, since, until)
+        except TryAgain as exc:  # this tick only: the running counts are intact
+            log.debug("%s: counting panes from whole files this tick: %s", self.describe(), exc)
+            return None
         except Exception as exc:  # Uncountable, or what DuckDB refused in the new lines: count whole
             self._tail.discard()
             self._tail = None

@@ -55,7 +55,7 @@ from monitor.sources.files.text_counts import count_text
 from monitor.sources.files.text_files import json_records
 from monitor.sources.frames import counted_batch, merge_counts
 
-__all__ = ["AHEAD", "SAVE_EVERY", "TextTail"]
+__all__ = ["AHEAD", "SAVE_EVERY", "TextTail", "TryAgain"]
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +86,7 @@ class _File:
     key: tuple[int, int] = (0, 0)  # (device, inode)
     changed: set[datetime] = field(default_factory=set)  # panes whose counts were not written yet
     saved: dict[datetime, str] = field(default_factory=dict)  # pane -> the file its counts were written to
+    present: set[str] = field(default_factory=set)  # JSON: the request's keys some counted line has
 
 
 class TextTail:
@@ -128,9 +129,12 @@ class TextTail:
         panes: list[datetime],
         size: timedelta,
         since: datetime,
+        until: datetime,
     ) -> CountedPanes:
         """``panes`` counted whole over ``paths`` (the glob's files now, plain or gzip'd), after
-        counting what changed since the last call. Raises :class:`Uncountable` where it cannot."""
+        counting what changed since the last call; rows from ``since`` to :data:`AHEAD` after
+        ``until`` (the horizon's end: now) are kept. Raises :class:`Uncountable` where it cannot,
+        :class:`TryAgain` when this tick cannot (no complete row yet, a file changing while read)."""
         shape = replace(shape, ranges=())
         if not self._loaded:
             self._loaded = True
@@ -141,7 +145,7 @@ class TextTail:
         if panes[0] < self._since:
             raise Uncountable("a pane before those kept was asked for")
         self._since = since
-        hi = panes[-1] + size + AHEAD
+        hi = max(until, panes[-1] + size) + AHEAD
         seen: dict[tuple[int, int], _File] = {}
         for path in paths:
             try:
@@ -149,16 +153,22 @@ class TextTail:
             except FileNotFoundError:
                 continue  # rotated away between listing and now: as gone
             key = (info.st_dev, info.st_ino)
+            if key in seen:  # a whole read counts a file under each of its names
+                raise Uncountable(f"{path!r} is a file matched under another name too (a link)")
             state = self._files.get(key, _File())
             state.key = key
-            self._refresh(path, info, state, hi, self._near(panes[-1]))
+            try:
+                self._refresh(path, info, state, hi, self._near(panes[-1]))
+            except FileNotFoundError:
+                raise TryAgain(f"{path!r} vanished while it was read (rotation under way)") from None
             seen[key] = state
         self._files = seen  # files gone from the glob take their counts with them
         for state in self._files.values():  # panes before `since` are never asked for again
             for pane in [p for p in state.panes if p < since]:
                 del state.panes[pane]
         if not any(state.panes for state in self._files.values()):
-            raise Uncountable("no complete rows in the files")
+            raise TryAgain("no complete rows in the files")
+        self._require_present()
         frames = {}
         for pane in panes:
             parts = [f for state in self._files.values() for f in state.panes.get(pane, ())]
@@ -281,6 +291,18 @@ class TextTail:
         self._files = files
         self._saved_at = time.monotonic()
 
+    def _require_present(self) -> None:
+        """JSON: a key no counted line of any file has (or only as null) is a missing column to the
+        row path, as in a whole read (:func:`~.text_counts.count_text`): refused, so that the whole
+        read says so."""
+        if self.fmt != "jsonl" or self._shape is None:
+            return
+        present = set().union(*(state.present for state in self._files.values()))
+        needed = {self._shape.timestamp, *self._shape.columns}
+        needed |= {c for flags in self._shape.indicators for c in flags.columns}
+        if absent := sorted(needed - present):
+            raise Uncountable(f"column(s) {absent} have no value in the files")
+
     def _near(self, asked: datetime) -> list[datetime]:
         """The panes new lines are expected in: the newest pane holding rows and the next, and the
         newest pane asked for (an append-only log's new rows are its newest)."""
@@ -303,43 +325,69 @@ class TextTail:
     def _refresh(
         self, path: str, info: os.stat_result, state: _File, hi: datetime, near: list[datetime]
     ) -> None:
-        """Count what is new in ``path`` into ``state``."""
+        """Count what is new in ``path`` into ``state`` (left as it was if this raises)."""
         if path.lower().endswith(".gz"):
             stamp = (info.st_size, info.st_mtime_ns)
             if state.stamp != stamp:
-                state.panes, state.invalid = {}, 0
-                self._count_into(state, [path], hi)
-                state.stamp = stamp
+                fresh = _File(key=state.key, stamp=stamp)
+                self._count_into(fresh, [path], hi)
+                state.panes, state.invalid, state.present, state.stamp = (
+                    fresh.panes,
+                    fresh.invalid,
+                    fresh.present,
+                    stamp,
+                )
+                state.changed |= set(fresh.panes)
             return
         with open(path, "rb") as fh:
-            if state.offset and (
-                info.st_size < state.offset or _marks(fh, state.offset) != (state.head, state.last)
-            ):
+            opened = os.fstat(fh.fileno())
+            if (opened.st_dev, opened.st_ino) != state.key:
+                raise TryAgain(f"{path!r} was replaced while it was looked at (rotation under way)")
+            size = opened.st_size
+            offset = state.offset
+            if offset and (size < offset or _marks(fh, offset) != (state.head, state.last)):
                 log.info("%s: truncated or replaced since it was last counted: counted again", path)
-                state.offset, state.panes, state.invalid, state.header = 0, {}, 0, b""
-            end = _last_line_end(fh, state.offset, info.st_size)
-            end, state.torn = self._unterminated(fh, end, info.st_size)
-            if end <= state.offset:
+                offset = 0
+            end = _last_line_end(fh, offset, size)
+            end, torn = self._unterminated(fh, end, size, offset)
+            if end <= offset:
+                if offset != state.offset:  # truncated to no complete line
+                    state.offset, state.panes, state.invalid, state.header = 0, {}, 0, b""
+                    state.present = set()
+                state.torn = torn
                 return
-            if self.fmt == "csv" and state.offset == 0:
+            marks = _marks(fh, end)  # of the bytes counted now, read before they are copied
+            header = state.header if offset else b""
+            if self.fmt == "csv" and not offset:
                 fh.seek(0)
-                state.header = fh.readline()
+                header = fh.readline()
+            fresh = _File(key=state.key) if not offset else state
             with tempfile.NamedTemporaryFile(prefix="fairwatch-tail-", suffix=f".{self.fmt}") as part:
-                if state.offset:
-                    part.write(state.header)  # CSV: the header in front of the new rows
-                _copy(fh, part, state.offset, end)
+                if offset:
+                    part.write(header)  # CSV: the header in front of the new rows
+                _copy(fh, part, offset, end)
                 part.flush()
-                self._count_into(state, [part.name], hi, near=near if state.offset else None)
-            state.head, state.last = _marks(fh, end)
+                if _marks(fh, end) != marks:  # rewritten while it was copied: counted next time
+                    raise TryAgain(f"{path!r} changed while its new lines were read")
+                if not offset:  # from the start: into a fresh state, swapped in once counted
+                    self._count_into(fresh, [part.name], hi)
+                    state.panes, state.invalid, state.present = fresh.panes, fresh.invalid, fresh.present
+                    state.changed |= set(fresh.panes)
+                else:
+                    self._count_into(state, [part.name], hi, near=near)
+            state.header, state.torn = header, torn
+            state.head, state.last = marks
             state.offset = end
 
-    def _unterminated(self, fh: IO[bytes], end: int, size: int) -> tuple[int, int]:
+    def _unterminated(self, fh: IO[bytes], end: int, size: int, offset: int) -> tuple[int, int]:
         """Where the lines to count end, and the rows the row path drops, given the bytes after
         the last newline - as :func:`~.text_files.prepare` decides: a CSV row without its newline
-        is dropped (``line_invalid``), a JSON line is a row when it parses whole (the writer's
-        newline is all it lacks), else dropped."""
+        is dropped (``line_invalid``; a header not complete yet is no row), a JSON line is a row
+        when it parses whole (the writer's newline is all it lacks), else dropped."""
         if end >= size:
             return end, 0
+        if self.fmt == "csv" and end == 0 == offset:
+            return 0, 0  # not even the header is complete: the row path reads nothing of it
         fh.seek(end)
         rest = fh.read(size - end)
         if not rest.strip():
@@ -379,10 +427,10 @@ class TextTail:
 
     def _count_panes(
         self, paths: list[str], panes: list[datetime], hi: datetime
-    ) -> tuple[list[datetime], pd.DataFrame, int] | None:
+    ) -> tuple[list[datetime], pd.DataFrame, int, set[str]] | None:
         """``paths`` counted with a 0/1 column per pane of ``panes``: (the panes, the counted
-        combinations, the rows whose timestamp cannot be read); ``None`` when a row of
-        ``[since, far future)`` lies in none of them."""
+        combinations, the rows whose timestamp cannot be read, the keys some line has - JSON);
+        ``None`` when a row of ``[since, far future)`` lies in none of them."""
         assert self._shape is not None and self._size is not None and self._since is not None
         size = self._size
         request = replace(self._shape, ranges=tuple((p, p + size) for p in panes))
@@ -392,8 +440,17 @@ class TextTail:
             import duckdb
 
             self._conn = duckdb.connect()
+        absent: list[str] = []
         frame, flagged, _ = count_text(
-            paths, self.fmt, request, self._since, far, timeout=self.timeout, part=True, conn=self._conn
+            paths,
+            self.fmt,
+            request,
+            self._since,
+            far,
+            timeout=self.timeout,
+            part=True,
+            conn=self._conn,
+            absent=absent,
         )
         self.parts_counted += 1
         batch = counted_batch(frame, request, flagged)
@@ -401,11 +458,15 @@ class TextTail:
         columns = [range_column(i) for i in range(len(panes))]
         if len(batch.frame) and (batch.frame[columns].to_numpy().sum(axis=1) == 0).any():
             return None
-        return panes, batch.frame, batch.rejected.get("timestamp_invalid", 0)
+        present = set(request.names) - set(absent) if len(frame) else set()
+        return panes, batch.frame, batch.rejected.get("timestamp_invalid", 0), present
 
     @staticmethod
-    def _add(state: _File, panes: list[datetime], counted: pd.DataFrame, invalid: int) -> None:
+    def _add(
+        state: _File, panes: list[datetime], counted: pd.DataFrame, invalid: int, present: set[str]
+    ) -> None:
         state.invalid += invalid
+        state.present |= present
         columns = [range_column(i) for i in range(len(panes))]
         for i, pane in enumerate(panes):
             rows = counted[counted[columns[i]] == 1]
@@ -417,6 +478,11 @@ class TextTail:
                 # each combination is regrouped a few times, not at every tick
                 if len(frames) > _PARTS or sum(map(len, frames[1:])) >= len(frames[0]):
                     state.panes[pane] = [_combined(frames)]
+
+
+class TryAgain(Uncountable):
+    """Nothing to count this time, the running counts intact: no complete row in the log yet (a pod
+    just started), a file rotated or rewritten while it was read. The next tick tails again."""
 
 
 def _fingerprint(shape: CountRequest, size: timedelta, fmt: str) -> str:

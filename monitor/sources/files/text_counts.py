@@ -86,25 +86,30 @@ def count_text(
     timeout: float,
     part: bool = False,
     conn: Any = None,
+    absent: list[str] | None = None,
 ) -> tuple[pd.DataFrame, frozenset[str], Counter[str]]:
     """The count statement's result over ``paths`` (``fmt``: ``csv`` or ``jsonl``), the indicator
     attributes flagged in it, and the rows the row path would drop on reading (``line_invalid``).
 
     ``part``: the paths hold new lines of a log, not whole files (:mod:`monitor.sources.files.tail`):
-    a CSV text whose value depends on how pandas types the whole file's column is refused, and a
-    JSON key no line of the part has is not (other lines may have it). ``conn``: a DuckDB
+    a CSV text whose value depends on how pandas types the whole file's column is refused; a JSON
+    key no line of the part has is not refused (other lines may have it) but added to ``absent``;
+    and the part files, complete and written by the caller, are read in place. ``conn``: a DuckDB
     connection to count with (a tail's, kept between ticks: connecting takes ~15 ms), else a new one.
 
     Raises :class:`Uncountable` (with the reason) where the row path must read instead.
     """
     began = time.monotonic()
     for copy_all in (False, True):  # a file a writer appended to during the count: again, from copies
-        files = prepare(paths, fmt, copy_all=copy_all, deadline=began + timeout)
+        files = prepare(paths, fmt, copy_all=copy_all, deadline=began + timeout, settled=part)
         try:
             if not files.paths:
                 raise Uncountable("no complete rows in the files")
             left = max(began + timeout - time.monotonic(), 0.0)
-            frame, flagged = _Count(files, fmt, request, start, end, part=part).run(left, conn)
+            counting = _Count(files, fmt, request, start, end, part=part)
+            frame, flagged = counting.run(left, conn)
+            if absent is not None:
+                absent.extend(counting.absent)
         except Exception:
             if files.unchanged():
                 raise
@@ -130,6 +135,7 @@ class _Count:
         part: bool = False,
     ) -> None:
         self.files, self.csv, self.part = files, fmt == "csv", part
+        self.absent: list[str] = []  # part: JSON keys no line of the part has
         if self.csv:
             header = files.header or ()
             request = request.without([c for c in request.optional if c not in header])
@@ -337,7 +343,7 @@ class _Count:
                 if problem:
                     raise Uncountable(problem)
                 frame[column] = texts.map(parsed).astype(object)
-        if not self.csv and len(frame) and not self.part:
+        if not self.csv and len(frame):
             self._require_present(frame)
         return frame
 
@@ -375,6 +381,9 @@ class _Count:
         statement = sa.select(*counts_of)
         counts = self._fetch(statement.select_from(log))
         if absent := [c for c in suspects if int(counts[c].iloc[0]) == 0]:
+            if self.part:  # other lines of the file may have them: the tail decides
+                self.absent = absent
+                return
             raise Uncountable(f"column(s) {absent} have no value in the files")
 
 

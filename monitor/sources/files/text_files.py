@@ -104,18 +104,21 @@ class TextFiles:
         self.copies.close()
 
 
-def prepare(paths: Sequence[str], fmt: str, *, copy_all: bool = False, deadline: float) -> TextFiles:
+def prepare(
+    paths: Sequence[str], fmt: str, *, copy_all: bool = False, deadline: float, settled: bool = False
+) -> TextFiles:
     """Look at each of ``paths`` (``fmt``: ``csv`` or ``jsonl``); raise :class:`Uncountable` for
     a file DuckDB would read differently from the row path (see the module docstring), and
     :class:`TimeoutError` after ``deadline`` (``time.monotonic()``, checked between files).
-    ``copy_all``: read every plain file from a copy (after a count found files changed)."""
+    ``copy_all``: read every plain file from a copy (after a count found files changed);
+    ``settled``: no file is being written (a tail's parts), none is copied."""
     files = TextFiles()
     try:
         for path in paths:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"looking at the files took longer than source.timeout ({path!r} next)")
             try:
-                _prepare_one(path, fmt, files, copy_all)
+                _prepare_one(path, fmt, files, copy_all, settled)
             except FileNotFoundError:
                 raise Uncountable(f"{path!r} vanished (rotation under way)") from None
     except BaseException:
@@ -134,9 +137,9 @@ class _Scan:
     newline: bool = False
 
 
-def _prepare_one(path: str, fmt: str, files: TextFiles, copy_all: bool) -> None:
+def _prepare_one(path: str, fmt: str, files: TextFiles, copy_all: bool, settled: bool = False) -> None:
     compressed = path.lower().endswith(".gz")
-    live = time.time() - os.stat(path).st_mtime < _LIVE_SECONDS
+    live = not settled and time.time() - os.stat(path).st_mtime < _LIVE_SECONDS
     copy = None if compressed or not (live or copy_all) else _temporary(f".{fmt}", files)
     scan = _Scan()
     carry = b""
