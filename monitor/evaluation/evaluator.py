@@ -227,13 +227,15 @@ class Evaluator:
             outcome, outcome_specs if not same else [s.name for s in specs], n_alerting, model, flagged
         )
         values += out_report.values
-        if not same and label_specs:
+        # a model value that needs labels (the overall AUC, the AUC family's anchor) is the label
+        # window's: the outcome window's rows may have no labels yet, or only the first few - also
+        # when no group metric of the model needs labels (the overall AUC came from the outcome window)
+        out_model = [v for v in out_report.model if same or not _needs_labels(v.metric)]
+        if not same and (label_specs or len(out_model) < len(out_report.model)):
             lab_report, _ = self._compute(labeled_rows, label_specs, n_alerting, model, flagged)
             values += lab_report.values
-            # first: a model value both compute needs labels (the overall AUC, the AUC family's
-            # anchor), and the outcome window's rows may have none yet, or only the first few
-            model_values += lab_report.model
-        model_values += out_report.model
+            model_values += [v for v in lab_report.model if _needs_labels(v.metric)]
+        model_values += out_model
         # The binary engine also reports the overall AUC, the anchor of the AUC family's ranges: never
         # for a model without labels, where it could only ever be NaN (and no dashboard draws it).
         task = TASKS[model.task]
@@ -353,6 +355,11 @@ class Evaluator:
                 for c in a.comparisons
             ]
         return stats
+
+
+def _needs_labels(metric: str) -> bool:
+    spec = mc.REGISTRY.get(metric)
+    return spec is not None and "y_true" in spec.requires
 
 
 def _dedupe_model_values(values: list[mc.ModelValue]) -> list[mc.ModelValue]:

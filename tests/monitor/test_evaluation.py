@@ -130,6 +130,23 @@ def test_the_overall_auc_is_the_label_windows_not_the_unlabelled_outcome_windows
     assert auc.value == pytest.approx(roc_auc_score(labeled.label, labeled.score), abs=1e-12)
 
 
+def test_the_overall_auc_is_the_label_windows_when_no_metric_of_the_model_needs_labels() -> None:
+    """A model monitoring only outcome metrics (``metrics: [disparate_impact]``) still reports the
+    overall AUC; with ``label_delay`` it is the label window's too (it came from the outcome window,
+    whose rows may have no label yet)."""
+    frame = make_log()
+    ts = pd.to_datetime(frame["ts"], utc=True)
+    ev = evaluate_with_label_source(
+        frame, timedelta(minutes=50), label_delay="1h", metrics=["disparate_impact"]
+    )
+    w = ev.windows[0]
+    assert {v.metric for v in w.values} == {"disparate_impact"}
+    (auc,) = [v for v in w.model_values if v.metric == "overall_auc"]
+    labeled = frame[(ts >= NOW - timedelta(hours=2)) & (ts < NOW - timedelta(hours=1))]
+    assert auc.reason is None
+    assert auc.value == pytest.approx(roc_auc_score(labeled.label, labeled.score), abs=1e-12)
+
+
 def test_labels_from_a_separate_source_are_joined_and_only_arrived_ones_count() -> None:
     frame = make_log()
     ts = pd.to_datetime(frame["ts"], utc=True)
