@@ -17,7 +17,9 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import sys
+import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -98,6 +100,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except BrokenPipeError:  # `fairwatch metrics | head`: the reader has all it wanted
         return stdout_closed()
+    except KeyboardInterrupt:  # Ctrl-C: no traceback, and what was (not) written
+        console.print(f"[yellow]interrupted[/]: {_interrupted(args)}", highlight=False, soft_wrap=True)
+        return 130
     except OSError as exc:  # a file to write, a port to bind, a directory to create
         where = f": {exc.filename}" if exc.filename else ""
         console.print(
@@ -106,6 +111,37 @@ def main(argv: Sequence[str] | None = None) -> int:
             soft_wrap=True,
         )
         return 1
+
+
+def _progress(console: Console, update: Callable[[str], object], every: float = 5.0) -> Callable[[str], None]:
+    """Progress messages: the spinner's text at a terminal; piped (a CI log, ``2> file``), a plain
+    line at most every ``every`` seconds, so a long run is never silent."""
+    if console.is_terminal:
+
+        def spin(message: str) -> None:
+            update(message)
+
+        return spin
+    said = [-math.inf]
+
+    def line(message: str) -> None:
+        now = time.monotonic()
+        if now - said[0] >= every:
+            said[0] = now
+            console.print(message, highlight=False, soft_wrap=True, markup=False)
+
+    return line
+
+
+def _interrupted(args: argparse.Namespace) -> str:
+    """What an interrupted command leaves behind."""
+    if args.command == "backfill":
+        if getattr(args, "output", None):
+            return f"nothing was written to {args.output} (a backfill file is written only once complete)"
+        return "what standard output received is an incomplete backfill: do not import it"
+    if args.command == "report":
+        return f"no report was written to {args.output} (it is written once every evaluation is done)"
+    return "stopped before it finished"
 
 
 def _cmd_validate(args: argparse.Namespace, console: Console) -> int:
@@ -287,7 +323,7 @@ def _cmd_report(args: argparse.Namespace, console: Console) -> int:
         raise ConfigError(str(exc)) from None
     with console.status("evaluating", spinner="dots") as status:
         report = build_report(
-            settings, at=at, models=args.model, title=args.title, progress=lambda m: status.update(m)
+            settings, at=at, models=args.model, title=args.title, progress=_progress(console, status.update)
         )
     path = report.write(args.output)
     done = sum(len(e) for e in report.evaluations.values())

@@ -307,3 +307,33 @@ def test_a_symbolic_link_is_followed_and_kept(config: Path, tmp_path: Path, dang
     text = target.read_text(encoding="utf-8")
     assert text.startswith("# HELP") and text.endswith("# EOF\n")  # ...and its target written
     assert sorted(p.name for p in target.parent.iterdir()) == ["history.om"]
+
+
+def test_ctrl_c_ends_cleanly_and_says_nothing_was_written(
+    config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C in the middle of a backfill: no traceback, exit status 130, the output file (written only
+    once complete) left as it was, and the message says so."""
+    import monitor.cli.backfill as cli_backfill
+
+    history = tmp_path / "history.om"
+    history.write_text("an earlier backfill\n", encoding="utf-8")
+    real = cli_backfill.backfill
+    seen: list[str] = []
+
+    def interrupted(*args: Any, advance: Callable[[str], None], **kwargs: Any) -> Any:
+        def once(description: str) -> None:
+            seen.append(description)
+            advance(description)
+            raise KeyboardInterrupt  # what SIGINT raises in the main thread
+
+        return real(*args, advance=once, **kwargs)
+
+    monkeypatch.setattr(cli_backfill, "backfill", interrupted)
+    capsys.readouterr()
+    assert _backfill(config, history) == 130
+    err = capsys.readouterr().err
+    assert seen and "Traceback" not in err
+    assert f"interrupted: nothing was written to {history}" in " ".join(err.split())
+    assert history.read_text(encoding="utf-8") == "an earlier backfill\n"
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".") and "history" in p.name]

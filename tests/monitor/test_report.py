@@ -90,6 +90,9 @@ def test_the_report_file_stands_alone_and_says_what_evaluate_says(demo_config: P
     )
     assert out.returncode == 0, out.stderr
     assert "3 evaluation(s) of 1 model(s)" in out.stderr
+    # piped, not a terminal: no spinner, but a plain progress line (at most every 5 s), never silent
+    progress = out.stderr.split("wrote ")[0]
+    assert "toxicity" in progress and "\x1b" not in progress, out.stderr
     html = target.read_text()
     # one file: no script, no stylesheet or image to fetch
     assert "<script" not in html and not re.search(r'(src|href)="(https?:|/)', html)
