@@ -22,7 +22,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -115,19 +115,21 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _progress(console: Console, update: Callable[[str], object], every: float = 5.0) -> Callable[[str], None]:
     """Progress messages: the spinner's text at a terminal; piped (a CI log, ``2> file``), a plain
-    line at most every ``every`` seconds, so a long run is never silent."""
+    line when the message names another model than the last line did, else at most every ``every``
+    seconds - so a long run is never silent, and never says one model while reading another."""
     if console.is_terminal:
 
         def spin(message: str) -> None:
             update(message)
 
         return spin
-    said = [-math.inf]
+    said: list[Any] = [-math.inf, None]  # when the last line was printed, and the model it named
 
     def line(message: str) -> None:
-        now = time.monotonic()
-        if now - said[0] >= every:
-            said[0] = now
+        now, words = time.monotonic(), message.split()
+        model = words[1] if len(words) > 1 else None
+        if now - said[0] >= every or model != said[1]:
+            said[:] = [now, model]
             console.print(message, highlight=False, soft_wrap=True, markup=False)
 
     return line
@@ -138,9 +140,15 @@ def _interrupted(args: argparse.Namespace) -> str:
     if args.command == "backfill":
         if getattr(args, "output", None):
             return f"nothing was written to {args.output} (a backfill file is written only once complete)"
-        return "what standard output received is an incomplete backfill: do not import it"
+        return (
+            "a backfill is printed only after its last evaluation: interrupted before that, nothing was "
+            "printed; while printing, what standard output received is cut short (do not import it)"
+        )
     if args.command == "report":
-        return f"no report was written to {args.output} (it is written once every evaluation is done)"
+        return (
+            f"no report was written to {args.output} (it is written once every evaluation is done, under "
+            "a temporary name renamed over the file: an earlier report there stays as it was)"
+        )
     return "stopped before it finished"
 
 

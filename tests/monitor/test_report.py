@@ -220,3 +220,23 @@ def test_the_notebook_api_is_the_package_and_the_old_path_still_works() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_ctrl_c_leaves_an_earlier_report_whole_and_says_so(
+    demo_config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "report.html"
+    target.write_text("an earlier report", encoding="utf-8")
+    write_text = Path.write_text
+
+    def interrupted(self: Path, data: str, *args: Any, **kwargs: Any) -> int:
+        write_text(self, data[: len(data) // 2], *args, **kwargs)
+        raise KeyboardInterrupt  # Ctrl-C while the page is being written
+
+    monkeypatch.setattr(Path, "write_text", interrupted)
+    args = ["report", "--config", str(demo_config), "--end", END.isoformat(), "-o", str(target)]
+    assert main([*args, "--model", "toxicity"]) == 130
+    err = " ".join(capsys.readouterr().err.split())
+    assert "Traceback" not in err and f"interrupted: no report was written to {target}" in err
+    assert target.read_text(encoding="utf-8") == "an earlier report"
+    assert [p.name for p in tmp_path.iterdir()] == ["report.html"]  # no temporary file left

@@ -425,3 +425,95 @@ def _until_text(frame: pd.DataFrame) -> Any:
         ).encode()
 
     return lines
+
+
+def test_a_rewrite_between_the_offset_check_and_the_copy_is_not_gone_on_from(
+    sidecar: Sidecar, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """copytruncate and regrowth after the old offset's bytes were checked, a line ending right at
+    the old offset: the old offset's bytes are checked again after the copy, so the new content's
+    first lines are not skipped."""
+    import monitor.sources.files.tail as tail_module
+
+    frame = dirty_log()
+    log = sidecar.folder / "log-a.jsonl"
+    t0, t1, t2 = NOW - timedelta(hours=2), NOW - timedelta(hours=1), NOW
+    log.write_bytes(_lines(_until(frame, NOW - timedelta(hours=9), t0)))
+    sidecar.tick(t0)
+    with log.open("ab") as out:
+        out.write(_lines(_until(frame, t0, t1)))
+    real, done = tail_module._last_line_end, []
+
+    def racing(fh: Any, offset: int, size: int) -> int:
+        if not done and offset:
+            done.append(True)
+            shutil.copy(log, sidecar.folder / "log-b.jsonl")
+            first = _lines(_until(frame, t0, t0 + timedelta(minutes=20)))
+            first += b" " * (offset - len(first) - 1) + b"\n"  # a line ends at the old offset
+            with log.open("r+b") as rewrite:
+                rewrite.truncate(0)
+                rewrite.write(first + _lines(_until(frame, t1, t2)))
+            size = os.fstat(fh.fileno()).st_size
+        return real(fh, offset, size)
+
+    monkeypatch.setattr(tail_module, "_last_line_end", racing)
+    sidecar.evaluator.evaluate(t1)
+    monkeypatch.setattr(tail_module, "_last_line_end", real)
+    assert done and sidecar.tail is not None  # this tick counted whole; the tail goes on
+    sidecar.same_as_whole_read(t1)
+    sidecar.tick(t2)
+    sidecar.same_as_whole_read(t2)
+
+
+def test_a_file_shrinking_while_copied_costs_one_tick_not_the_tail(
+    sidecar: Sidecar, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import monitor.sources.files.tail as tail_module
+
+    frame = dirty_log()
+    log = sidecar.folder / "log-a.jsonl"
+    t0, t1 = NOW - timedelta(hours=1), NOW
+    log.write_bytes(_lines(_until(frame, NOW - timedelta(hours=9), t0)))
+    sidecar.tick(t0)
+    with log.open("ab") as out:
+        out.write(_lines(_until(frame, t0, t1)))
+    copy, done = tail_module._copy, []
+
+    def shrinking(fh: Any, out: Any, start: int, end: int) -> None:
+        if not done:
+            done.append(True)
+            shutil.copy(log, sidecar.folder / "log-b.jsonl")
+            with log.open("r+b") as rewrite:
+                rewrite.truncate(0)
+        copy(fh, out, start, end)
+
+    monkeypatch.setattr(tail_module, "_copy", shrinking)
+    sidecar.evaluator.evaluate(t1)
+    monkeypatch.setattr(tail_module, "_copy", copy)
+    assert done and sidecar.tail is not None
+    sidecar.same_as_whole_read(t1)
+    # the tick's later reads tailed again (the copy counted whole once): nothing is left to count
+    assert sidecar.tick(t1 + timedelta(minutes=1)) == 0
+
+
+def test_after_a_restart_the_keys_seen_before_still_count(tmp_path: Path) -> None:
+    """The JSON keys the counted lines had are kept with the counts: after a restart, new lines
+    without a sparse key (or no new lines) do not make the key look missing from the log."""
+    frame = dirty_log()
+    logs, kept = tmp_path / "logs", tmp_path / "kept"
+    logs.mkdir()
+    log = logs / "log-a.jsonl"
+    t0, t1 = NOW - timedelta(hours=1), NOW
+    log.write_bytes(_lines(_until(frame, NOW - timedelta(hours=9), t0)))
+    car = Sidecar(logs, tmp_path / "store", kept=kept)
+    car.tick(t0)
+    car.close()
+    car = Sidecar(logs, tmp_path / "store", kept=kept)
+    try:
+        assert car.tick(t0 + timedelta(minutes=1)) == 0  # nothing new: no statement, and still tailing
+        with log.open("ab") as out:
+            out.write(_lines(_until(frame, t0, t1).assign(female=float("nan"))))
+        assert car.tick(t1) == 1
+        car.same_as_whole_read(t1)
+    finally:
+        car.close()

@@ -12,6 +12,7 @@ per judged value and evaluation, and the report displays itself (``_repr_html_``
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -122,8 +123,16 @@ class Report:
         return f'<div class="fairwatch-report"><style>{_css()}</style>{self._body()}</div>'
 
     def write(self, path: str | Path) -> Path:
+        """The page into ``path``, atomically: under a temporary name beside it, renamed over it
+        (interrupted, an earlier report there stays whole)."""
         target = Path(path)
-        target.write_text(self.to_html(), encoding="utf-8")
+        temp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        try:
+            temp.write_text(self.to_html(), encoding="utf-8")
+            os.replace(temp, target)
+        except BaseException:
+            temp.unlink(missing_ok=True)
+            raise
         return target
 
     def _body(self) -> str:

@@ -195,8 +195,7 @@ class FileSource:
             self._tail = TextTail(fmt, timeout=self.timeout, directory=self._tail_directory)
         oldest_mtime = (utc(since) - self.mtime_grace).timestamp()
         try:
-            fresh = [p for p in paths if os.stat(p).st_mtime >= oldest_mtime]
-            counted = self._tail.count(fresh, shape, panes, size, since, until)
+            counted = self._tail.count(_modified_since(paths, oldest_mtime), shape, panes, size, since, until)
         except TryAgain as exc:  # this tick only: the running counts are intact
             log.debug("%s: counting panes from whole files this tick: %s", self.describe(), exc)
             return None
@@ -521,6 +520,18 @@ def _units_since_epoch(moment: datetime, unit: str, *, round_up: bool) -> int:
 
 
 # -- paths --------------------------------------------------------------------------------------------
+
+
+def _modified_since(paths: list[str], oldest: float) -> list[str]:
+    """The files last modified at or after ``oldest`` (a file gone meanwhile: rotated away)."""
+    kept = []
+    for path in paths:
+        try:
+            if os.stat(path).st_mtime >= oldest:
+                kept.append(path)
+        except FileNotFoundError:
+            continue
+    return kept
 
 
 def _static_directory(pattern: str) -> Path:

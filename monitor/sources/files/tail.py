@@ -49,10 +49,10 @@ from typing import IO, Any
 import pandas as pd
 
 from monitor.sources.contract import CountedPanes, CountRequest, range_column
-from monitor.sources.count_files import Unwritable, read_frame, write_frame
+from monitor.sources.count_files import Unwritable, is_partial, read_frame, write_frame
 from monitor.sources.files.parquet_counts import Uncountable
 from monitor.sources.files.text_counts import count_text
-from monitor.sources.files.text_files import json_records
+from monitor.sources.files.text_files import Unfinished, json_records
 from monitor.sources.frames import counted_batch, merge_counts
 
 __all__ = ["AHEAD", "SAVE_EVERY", "TextTail", "TryAgain"]
@@ -224,6 +224,7 @@ class TextTail:
                         "stamp": list(state.stamp),
                         "invalid": state.invalid,
                         "torn": state.torn,
+                        "present": sorted(state.present),
                         "panes": names,
                     }
                 )
@@ -236,8 +237,8 @@ class TextTail:
             temp = self.directory / f".{_MANIFEST}.tmp"
             temp.write_text(json.dumps(manifest))
             os.replace(temp, self.directory / _MANIFEST)
-            for path in self.directory.glob("*.arrow"):
-                if path.name not in named:
+            for path in self.directory.iterdir():  # earlier saves' files, and writes a crash cut short
+                if (path.suffix == ".arrow" and path.name not in named) or is_partial(path):
                     path.unlink(missing_ok=True)
         except (OSError, Unwritable) as exc:
             log.warning(
@@ -272,6 +273,7 @@ class TextTail:
                     invalid=kept["invalid"],
                     torn=kept["torn"],
                     key=(kept["key"][0], kept["key"][1]),
+                    present=set(kept["present"]),
                 )
                 for epoch, name in kept["panes"].items():
                     pane = datetime.fromtimestamp(int(epoch), UTC)
@@ -330,7 +332,10 @@ class TextTail:
             stamp = (info.st_size, info.st_mtime_ns)
             if state.stamp != stamp:
                 fresh = _File(key=state.key, stamp=stamp)
-                self._count_into(fresh, [path], hi)
+                try:
+                    self._count_into(fresh, [path], hi)
+                except Unfinished as exc:  # logrotate still compressing it: next tick
+                    raise TryAgain(str(exc)) from None
                 state.panes, state.invalid, state.present, state.stamp = (
                     fresh.panes,
                     fresh.invalid,
@@ -367,7 +372,8 @@ class TextTail:
                     part.write(header)  # CSV: the header in front of the new rows
                 _copy(fh, part, offset, end)
                 part.flush()
-                if _marks(fh, end) != marks:  # rewritten while it was copied: counted next time
+                if _marks(fh, end) != marks or (offset and _marks(fh, offset) != (state.head, state.last)):
+                    # rewritten (truncated, regrown) while it was copied: counted next time
                     raise TryAgain(f"{path!r} changed while its new lines were read")
                 if not offset:  # from the start: into a fresh state, swapped in once counted
                     self._count_into(fresh, [part.name], hi)
@@ -538,6 +544,6 @@ def _copy(fh: IO[bytes], out: IO[bytes], start: int, end: int) -> None:
     while left > 0:
         block = fh.read(min(left, 1 << 24))
         if not block:
-            raise Uncountable("a file shrank while its new lines were read")
+            raise TryAgain("a file shrank while its new lines were read (rotation under way)")
         out.write(block)
         left -= len(block)

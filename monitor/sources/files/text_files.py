@@ -48,7 +48,7 @@ import pandas as pd
 
 from monitor.sources.files.parquet_counts import Uncountable
 
-__all__ = ["TextFiles", "json_records", "prepare"]
+__all__ = ["TextFiles", "Unfinished", "json_records", "prepare"]
 
 _LIVE_SECONDS = 60  # a plain file modified this recently is read from a copy
 _CHUNK = 1 << 24  # bytes looked at at a time
@@ -56,6 +56,10 @@ _CARRY = 256  # bytes of the previous chunk kept in front of the next one (patte
 _HEAD = 1 << 16  # bytes in which a CSV header must end
 _BOM = b"\xef\xbb\xbf"
 _CLOSING = bytes.maketrans(b"]", b"}")
+
+
+class Unfinished(Uncountable):
+    """A file still being written in a way that cannot be read in part (a gzip member not finished)."""
 
 
 def json_records(data: bytes) -> tuple[list[dict[str, Any]], int]:
@@ -262,7 +266,7 @@ def _contents(path: str, compressed: bool, scan: _Scan) -> Iterator[bytes]:
                     yield out
                 block = member.unused_data if member.eof else b""
         if member is not None and not member.eof:
-            raise Uncountable(f"{path!r}: a truncated gzip member (still being written?)")
+            raise Unfinished(f"{path!r}: a truncated gzip member (still being written?)")
 
 
 # -- what DuckDB reads differently ------------------------------------------------------------------
