@@ -213,6 +213,10 @@ def _cmd_evaluate(args: argparse.Namespace, console: Console) -> int:
     rows = evaluation_rows(evaluations)
     if args.format == "json":
         _print_json(rows, allow_nan=False)
+    elif args.format == "csv":
+        from monitor.outputs.csv_rows import rows_csv
+
+        sys.stdout.write(rows_csv(rows))
     else:
         min_samples = {m.name: m.min_samples for m in settings.models}
         print_evaluations(evaluations, stdout_console(), min_samples=min_samples, show_all=args.all)

@@ -164,7 +164,8 @@ def build_parser() -> argparse.ArgumentParser:
             "evaluate",
             "evaluate once and print",
             "Evaluate every model's windows once, ending now, or one --start/--end range, and print "
-            "the judged values (a table, or JSON rows as /api/v1/results serves them).",
+            "the judged values (a table, JSON rows as /api/v1/results serves them, or the same rows as "
+            "CSV for a spreadsheet).",
             "fairwatch evaluate --config fairwatch.yaml --start 2026-11-01 --end 2026-11-02 --format json",
         ),
         (
@@ -181,7 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
             "--start", type=when, help="window start, ISO 8601 or epoch seconds (default: each window)"
         )
         e.add_argument("--end", type=when, help="window end, exclusive (default: now)")
-        e.add_argument("--format", choices=["table", "json"], default="table", help="output format")
+        e.add_argument("--format", choices=["table", "json", "csv"], default="table", help="output format")
         e.add_argument("--model", action="append", help="only this model, repeatable (default: every model)")
         e.add_argument("--all", action="store_true", help="table: show informational values too")
         e.add_argument("--report", metavar="FILE", help="also write this evaluation as an HTML report")

@@ -19,12 +19,14 @@ from metrics_core import STATES
 from monitor.http.drawing import CachedApp, Drawing, Response
 from monitor.http.live import LiveView, static_asset
 from monitor.outputs.api import FILTERS, history_data, results_data
+from monitor.outputs.csv_rows import rows_csv
 from monitor.service.history import History, SeriesKey
 from monitor.service.snapshot import Snapshot
 
 __all__ = ["make_app"]
 
 _JSON = "application/json"
+_CSV = "text/csv; charset=utf-8; header=present"
 _TEXT = "text/plain; charset=utf-8"
 _HTML = "text/html; charset=utf-8"
 
@@ -186,7 +188,20 @@ def _results(
             "error": f"unknown state {_some(unknown_states)}; states: {', '.join(STATES)}",
         }
         return _respond(start_response, "400 Bad Request", _dumps(error), _JSON)
-    body = {"status": "success", "data": results_data(snapshot, wanted, details=details)}
+    answer = params.get("format", ["json"])[-1]
+    if answer not in ("json", "csv"):
+        error = {
+            "status": "error",
+            "errorType": "bad_data",
+            "error": f"unknown format {_some({answer})}; formats: json, csv",
+        }
+        return _respond(start_response, "400 Bad Request", _dumps(error), _JSON)
+    data = results_data(snapshot, wanted, details=details)
+    if answer == "csv":  # the judged values, for a spreadsheet
+        text = rows_csv(data["results"]).encode("utf-8")
+        disposition = ("Content-Disposition", 'inline; filename="fairwatch-results.csv"')
+        return _respond(start_response, "200 OK", text, _CSV, [("Cache-Control", "no-store"), disposition])
+    body = {"status": "success", "data": data}
     return _respond(start_response, "200 OK", _dumps(body), _JSON, [("Cache-Control", "no-store")])
 
 

@@ -80,7 +80,7 @@ def test_the_top_level_help_lists_every_subcommand(capsys: pytest.CaptureFixture
         (["power", "--config", "x.yaml", "--power", "0"], "argument --power: must be above 0"),
         (["power", "--config", "x.yaml", "--power", "1"], "argument --power: must lie between 0 and 1"),
         (["evaluate", "--config", "x.yaml", "--start", "yesterday"], "argument --start: not a time"),
-        (["evaluate", "--config", "x.yaml", "--format", "csv"], "argument --format: invalid choice: 'csv'"),
+        (["evaluate", "--config", "x.yaml", "--format", "xml"], "argument --format: invalid choice: 'xml'"),
         (["evaluate"], "the following arguments are required: --config"),
         (["evalute", "--config", "x.yaml"], "invalid choice: 'evalute'"),
     ],

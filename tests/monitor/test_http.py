@@ -468,6 +468,31 @@ def test_results_filters_apply_to_model_values(cached_service: Service) -> None:
     assert [(m["window"], m["metric"]) for m in data["model_values"]] == [("24h", "overall_auc")]
 
 
+def test_results_as_csv_are_the_json_results_row_for_row(cached_service: Service) -> None:
+    import csv
+    import io
+
+    from monitor.outputs.csv_rows import COLUMNS
+
+    rows = cached_service.get("/api/v1/results?metric=disparate_impact").json()["data"]["results"]
+    answer = cached_service.get("/api/v1/results?metric=disparate_impact&format=csv")
+    assert answer.status == 200
+    assert answer.headers["Content-Type"].startswith("text/csv; charset=utf-8")
+    assert "fairwatch-results.csv" in answer.headers["Content-Disposition"]
+    table = list(csv.DictReader(io.StringIO(answer.body.decode("utf-8"))))
+    assert tuple(table[0]) == COLUMNS and len(table) == len(rows) == 5
+    for got, want in zip(table, rows, strict=True):
+        for column in COLUMNS:
+            value = want[column]
+            if value is None:
+                assert got[column] == "", column
+            elif isinstance(value, float):
+                assert float(got[column]) == value, column  # every digit: the same float back
+            else:
+                assert got[column] == str(value), column
+    assert cached_service.get("/api/v1/results?format=xml").status == 400
+
+
 def test_results_unknown_state_is_bad_data(cached_service: Service) -> None:
     answer = cached_service.get("/api/v1/results?state=broken")
     assert answer.status == 400

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import subprocess
@@ -240,3 +241,51 @@ def test_ctrl_c_leaves_an_earlier_report_whole_and_says_so(
     assert "Traceback" not in err and f"interrupted: no report was written to {target}" in err
     assert target.read_text(encoding="utf-8") == "an earlier report"
     assert [p.name for p in tmp_path.iterdir()] == ["report.html"]  # no temporary file left
+
+
+def test_evaluate_as_csv_is_the_json_rows(demo_config: Path) -> None:
+    """``fairwatch evaluate --format csv`` (a real process): the rows of ``--format json``, in the
+    same order, every number the same float."""
+    import csv
+    import io
+
+    from monitor.outputs.csv_rows import COLUMNS
+
+    span = ["--start", (END - timedelta(hours=3)).isoformat(), "--end", END.isoformat()]
+    args = ["evaluate", "--config", str(demo_config), *span, "--model", "toxicity"]
+    out = cli(*args, "--format", "csv")
+    assert out.returncode == 0, out.stderr
+    table = list(csv.DictReader(io.StringIO(out.stdout)))
+    answer = cli(*args, "--format", "json")
+    assert answer.returncode == 0, answer.stderr
+    rows = json.loads(answer.stdout)
+    assert tuple(table[0]) == COLUMNS and len(table) == len(rows) > 0
+    for got, want in zip(table, rows, strict=True):
+        for column in COLUMNS:
+            value = want[column]
+            if value is None:
+                assert got[column] == "", (column, got)
+            elif isinstance(value, float):
+                assert float(got[column]) == value, (column, got)
+            else:
+                assert got[column] == str(value), (column, got)
+
+
+def test_no_csv_cell_is_a_formula() -> None:
+    """A group value a spreadsheet would run as a formula is quoted with ``'`` (CSV injection);
+    numbers never are."""
+    import csv
+    import io
+
+    from monitor.outputs.csv_rows import rows_csv
+
+    formula = '=HYPERLINK("http://x")'
+    rows = [
+        {"model": "m", "group": formula, "value": -0.25, "fair_max": None, "n_group": 7},
+        {"model": "m", "group": "-1", "value": 0.1 + 0.2, "fair_max": 1.25, "n_group": 0},
+        {"model": "m", "group": "@sum", "value": None, "fair_max": None, "n_group": 0},
+    ]
+    table = list(csv.DictReader(io.StringIO(rows_csv(rows))))
+    assert [r["group"] for r in table] == ["'" + formula, "'-1", "'@sum"]
+    assert table[0]["value"] == "-0.25" and float(table[1]["value"]) == 0.1 + 0.2
+    assert table[0]["fair_max"] == "" and table[2]["value"] == "" and table[1]["n_group"] == "0"
