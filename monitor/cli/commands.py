@@ -337,7 +337,7 @@ def _cmd_report(args: argparse.Namespace, console: Console) -> int:
         report = build_report(
             settings, at=at, models=args.model, title=args.title, progress=_progress(console, status.update)
         )
-    path = report.write(args.output)
+    path = report.write_csv(args.output) if args.format == "csv" else report.write(args.output)
     done = sum(len(e) for e in report.evaluations.values())
     console.print(
         f"wrote {path}: {done} evaluation(s) of {len(report.evaluations)} model(s)",

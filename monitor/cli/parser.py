@@ -199,6 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
             "fairwatch report --config fairwatch.yaml -o report.html",
             "fairwatch report --config fairwatch.yaml --start 2026-11-01T00:00:00Z "
             "--end 2026-11-02T00:00:00Z --step 1h -o report.html",
+            "fairwatch report --config fairwatch.yaml --start 2026-11-01T00:00:00Z --format csv -o values.csv",
         ],
     )
     rp.add_argument("--config", required=True, help=config_help)
@@ -214,6 +215,12 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--model", action="append", help="only this model, repeatable (default: every model)")
     rp.add_argument("--title", help="the report's title (default: the models' names)")
     rp.add_argument("--output", "-o", default="fairwatch-report.html", help="file to write")
+    rp.add_argument(
+        "--format",
+        choices=["html", "csv"],
+        default="html",
+        help="html: the report; csv: every judged value of every evaluation, one row each (as evaluate --format csv)",
+    )
 
     v = _subcommand(
         sub,

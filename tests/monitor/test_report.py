@@ -289,3 +289,41 @@ def test_no_csv_cell_is_a_formula() -> None:
     assert [r["group"] for r in table] == ["'" + formula, "'-1", "'@sum"]
     assert table[0]["value"] == "-0.25" and float(table[1]["value"]) == 0.1 + 0.2
     assert table[0]["fair_max"] == "" and table[2]["value"] == "" and table[1]["n_group"] == "0"
+
+
+def test_a_report_as_csv_holds_every_evaluations_values(demo_config: Path, tmp_path: Path) -> None:
+    """``fairwatch report --format csv``: the judged values of each evaluation of the period (the
+    instants told apart by ``evaluated_at``), each equal to that instant's evaluation."""
+    import csv
+
+    target = tmp_path / "values.csv"
+    span = ["--start", (END - timedelta(hours=4)).isoformat(), "--end", END.isoformat(), "--step", "2h"]
+    out = cli(
+        "report",
+        "--config",
+        str(demo_config),
+        *span,
+        "--format",
+        "csv",
+        "-o",
+        str(target),
+        "--model",
+        "toxicity",
+    )
+    assert out.returncode == 0, out.stderr
+    with target.open(newline="", encoding="utf-8") as fh:
+        table = list(csv.DictReader(fh))
+    instants = sorted({r["evaluated_at"] for r in table})
+    assert len(instants) == 2  # every --step after --start, up to --end
+    for at in (END - timedelta(hours=2), END):
+        stamp = at.isoformat().replace("+00:00", "Z")
+        got = {
+            (r["window"], r["metric"], r["group"]): r["value"] for r in table if r["evaluated_at"] == stamp
+        }
+        want = {
+            (r["window"], r["metric"], r["group"]): r["value"]
+            for r in evaluate_json(demo_config, at)
+            if r["model"] == "toxicity"
+        }
+        assert got.keys() == want.keys() and got
+        assert all((float(got[k]) if got[k] else None) == want[k] for k in want)

@@ -27,7 +27,9 @@ from monitor.core.text import number
 from monitor.core.times import format_duration
 from monitor.core.version import __version__
 from monitor.evaluation.results import ModelEvaluation
+from monitor.outputs.csv_rows import rows_csv
 from monitor.outputs.html.sections import seconds, window_view
+from monitor.outputs.json import evaluation_rows
 from monitor.service.history import History
 
 if TYPE_CHECKING:
@@ -64,6 +66,17 @@ class ModelSummary:
             model.min_samples,
             groups,
         )
+
+
+def _write_atomically(target: Path, text: str) -> Path:
+    temp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        temp.write_text(text, encoding="utf-8")
+        os.replace(temp, target)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+    return target
 
 
 @dataclass(frozen=True)
@@ -125,15 +138,13 @@ class Report:
     def write(self, path: str | Path) -> Path:
         """The page into ``path``, atomically: under a temporary name beside it, renamed over it
         (interrupted, an earlier report there stays whole)."""
-        target = Path(path)
-        temp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        try:
-            temp.write_text(self.to_html(), encoding="utf-8")
-            os.replace(temp, target)
-        except BaseException:
-            temp.unlink(missing_ok=True)
-            raise
-        return target
+        return _write_atomically(Path(path), self.to_html())
+
+    def write_csv(self, path: str | Path) -> Path:
+        """Every judged value of every evaluation of the report, as ``fairwatch evaluate --format
+        csv`` writes them (one row each, ``evaluated_at`` telling the instants apart), atomically."""
+        evaluations = [e for per_model in self.evaluations.values() for e in per_model]
+        return _write_atomically(Path(path), rows_csv(evaluation_rows(evaluations)))
 
     def _body(self) -> str:
         parts = [self._overview()]
