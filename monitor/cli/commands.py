@@ -127,7 +127,8 @@ def _progress(console: Console, update: Callable[[str], object], every: float = 
 
     def line(message: str) -> None:
         now, words = time.monotonic(), message.split()
-        model = words[1] if len(words) > 1 else None
+        # "toxicity: evaluation 2 of 6 (...)" (a report), "reading toxicity [...]" (an evaluation)
+        model = message.split(":", 1)[0] if ":" in words[0] else words[1] if len(words) > 1 else None
         if now - said[0] >= every or model != said[1]:
             said[:] = [now, model]
             console.print(message, highlight=False, soft_wrap=True, markup=False)

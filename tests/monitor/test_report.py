@@ -94,6 +94,12 @@ def test_the_report_file_stands_alone_and_says_what_evaluate_says(demo_config: P
     # piped, not a terminal: no spinner, but a plain progress line (at most every 5 s), never silent
     progress = out.stderr.split("wrote ")[0]
     assert "toxicity" in progress and "\x1b" not in progress, out.stderr
+    # ... and a line as soon as another model's evaluations begin
+    both = cli(
+        "report", "--config", str(demo_config), "--end", END.isoformat(), "-o", str(tmp_path / "b.html")
+    )
+    assert both.returncode == 0, both.stderr
+    assert "toxicity: evaluation" in both.stderr and "moderation: evaluation" in both.stderr, both.stderr
     html = target.read_text()
     # one file: no script, no stylesheet or image to fetch
     assert "<script" not in html and not re.search(r'(src|href)="(https?:|/)', html)

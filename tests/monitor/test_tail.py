@@ -88,6 +88,21 @@ def sidecar(tmp_path: Path) -> Iterator[Sidecar]:
     car.close()
 
 
+def _spy_on_copies(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The bytes of each copy the tail makes of new lines, from now on."""
+    import monitor.sources.files.tail as tail_module
+
+    copied: list[int] = []
+    copy = tail_module._copy
+
+    def counting(fh: Any, out: Any, start: int, end: int) -> None:
+        copied.append(end - start)
+        copy(fh, out, start, end)
+
+    monkeypatch.setattr(tail_module, "_copy", counting)
+    return copied
+
+
 def _until(frame: pd.DataFrame, lo: datetime, hi: datetime) -> pd.DataFrame:
     return frame[(frame["ts"] >= lo) & (frame["ts"] < hi)]
 
@@ -213,20 +228,12 @@ def test_a_row_dated_far_ahead_is_never_lost(sidecar: Sidecar, caplog: pytest.Lo
 
 def test_steady_state_reads_only_the_new_bytes(sidecar: Sidecar, monkeypatch: pytest.MonkeyPatch) -> None:
     """After the first tick, a tick copies only the bytes appended since the last one."""
-    import monitor.sources.files.tail as tail_module
 
     frame = dirty_log()
     log = sidecar.folder / "log-a.jsonl"
     log.write_bytes(_lines(_until(frame, NOW - timedelta(hours=9), NOW - timedelta(hours=1))))
     sidecar.tick(NOW - timedelta(hours=1))
-    copied: list[int] = []
-    copy = tail_module._copy
-
-    def counting(fh: Any, out: Any, start: int, end: int) -> None:
-        copied.append(end - start)
-        copy(fh, out, start, end)
-
-    monkeypatch.setattr(tail_module, "_copy", counting)
+    copied = _spy_on_copies(monkeypatch)
     new = _lines(_until(frame, NOW - timedelta(hours=1), NOW))
     with log.open("ab") as out:
         out.write(new)
@@ -240,7 +247,6 @@ def test_a_restarted_sidecar_goes_on_from_its_kept_offsets(
 ) -> None:
     """With ``panes.directory``, the offsets and counts are kept there: after a restart only the
     lines written meanwhile are read; a log rotated meanwhile is counted again where it changed."""
-    import monitor.sources.files.tail as tail_module
 
     frame = dirty_log()
     logs, kept = tmp_path / "logs", tmp_path / "kept"
@@ -256,14 +262,7 @@ def test_a_restarted_sidecar_goes_on_from_its_kept_offsets(
     new = _lines(_until(frame, t0, t1))
     with log.open("ab") as out:
         out.write(new)
-    copied: list[int] = []
-    copy = tail_module._copy
-
-    def counting(fh: Any, out: Any, start: int, end: int) -> None:
-        copied.append(end - start)
-        copy(fh, out, start, end)
-
-    monkeypatch.setattr(tail_module, "_copy", counting)
+    copied = _spy_on_copies(monkeypatch)
     car = Sidecar(logs, tmp_path / "store", kept=kept)
     assert car.tick(t1) == 1 and copied == [len(new)]  # only what was written while it was down
     car.same_as_whole_read(t1)
