@@ -1,4 +1,5 @@
-"""Real servers for the integration tests: PostgreSQL, Prometheus, Alertmanager and a webhook receiver.
+"""Real servers for the integration tests: PostgreSQL, Prometheus, Alertmanager, an S3 server and a webhook
+receiver.
 
 Registered as a pytest plugin from ``tests/conftest.py`` (``pytest_plugins = ["tests.servers"]``).
 
@@ -7,6 +8,9 @@ Fixtures
 ``postgres_url`` (session)
     SQLAlchemy URL ``postgresql+psycopg://USER:PASSWORD@127.0.0.1:PORT/fairwatch_test`` of a throw-away
     cluster (``initdb`` in a temp dir, TCP logins need the password, stopped and deleted at the end).
+``s3_url`` (session)
+    ``s3://fairwatch-test/store?endpoint_override=...`` of a bucket on moto's S3 server (a real HTTP server
+    speaking the S3 API, started as a process), its credentials in the environment.
 ``webhook_receiver`` (function)
     :class:`WebhookReceiver`: a loopback HTTP server recording every POSTed JSON body.
 ``alertmanager`` (function)
@@ -32,6 +36,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -446,6 +451,38 @@ def postgres_url() -> Iterator[str]:
         yield f"postgresql+psycopg://{user}:{password}@127.0.0.1:{cluster.port}/{dbname}"
     finally:
         cluster.stop_and_remove()
+
+
+@pytest.fixture(scope="session")
+def s3_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``s3://`` URL of a bucket on a local S3-compatible server: moto's (``moto[server]``, a real
+    HTTP server speaking the S3 API; no S3 or MinIO runs here). The AWS SDK inside pyarrow takes its
+    credentials from the environment, as in a pod: set for the session (moto accepts any)."""
+    import pyarrow.fs as pafs
+
+    port = free_port()
+    log = tmp_path_factory.mktemp("s3") / "moto.log"
+    argv = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
+    server = ManagedProcess("moto S3 server", argv, log).start()
+    saved = {
+        k: os.environ.get(k)
+        for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_EC2_METADATA_DISABLED")
+    }
+    try:
+        server.wait_http_ok(f"http://127.0.0.1:{port}/moto-api/")
+        os.environ |= {"AWS_ACCESS_KEY_ID": "fairwatch", "AWS_SECRET_ACCESS_KEY": secrets.token_hex(16)}
+        os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
+        endpoint = {"endpoint_override": f"127.0.0.1:{port}", "scheme": "http", "region": "us-east-1"}
+        pafs.S3FileSystem(**endpoint, allow_bucket_creation=True).create_dir("fairwatch-test")
+        query = "&".join(f"{k}={v}" for k, v in endpoint.items())
+        yield f"s3://fairwatch-test/store?{query}"
+    finally:
+        server.stop()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """The fleet with real processes: sidecars (``fairwatch run`` with ``publish``), each reading only its own
-pod's log, and a central fairwatch reading only the shared store.
+pod's log, and a central fairwatch reading only the shared store - a directory, and a real PostgreSQL.
 
 The reference is ``fairwatch evaluate`` over the three logs together (one glob over the pods' JSON Lines
 files), run as a process too: the central's report must equal it value for value. Sidecars are killed
@@ -21,9 +21,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+import sqlalchemy as sa
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
+from monitor.sources.published.database import PANES, PUBLISHERS
 from tests.servers import ManagedProcess, free_port, http_request, wait_until
 
 pytestmark = pytest.mark.integration
@@ -80,17 +82,19 @@ def _config(path: Path, model: dict[str, Any], port: int) -> Path:
 
 
 class Fleet:
-    """The pods' logs, their sidecars and the store."""
+    """The pods' logs, their sidecars and the store: a shared directory, or a real PostgreSQL."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, database: str | None = None) -> None:
         self.root = root
         self.store = root / "store"
+        self.database = database
+        self.url = database or str(self.store)
         self.sidecars: dict[str, ManagedProcess] = {}
         self.globs: dict[str, str] = {}
 
     def add(self, pod: str, seed: int) -> ManagedProcess:
         self.globs[pod] = _write(self.root / "pods" / pod, _log(1500, seed))
-        publish = {"url": str(self.store), "publisher": pod}
+        publish = {"url": self.url, "publisher": pod}
         model = _model({"kind": "files", "path": self.globs[pod]}, publish=publish)
         port = free_port()
         config = _config(self.root / f"{pod}.yaml", model, port)
@@ -100,8 +104,21 @@ class Fleet:
         return sidecar
 
     def heartbeat(self, pod: str) -> float:
-        beats = list(self.store.glob(f"loans/*/{pod}/.published"))
-        return max((b.stat().st_mtime for b in beats), default=0.0)
+        """When ``pod`` last published (0: never), as the store says."""
+        if self.database is None:
+            beats = list(self.store.glob(f"loans/*/{pod}/.published"))
+            return max((b.stat().st_mtime for b in beats), default=0.0)
+        engine = sa.create_engine(self.database)
+        try:
+            with engine.connect() as conn:
+                if not sa.inspect(conn).has_table(PUBLISHERS.name):
+                    return 0.0
+                at = conn.execute(
+                    sa.select(sa.func.max(PUBLISHERS.c.published_at)).where(PUBLISHERS.c.publisher == pod)
+                ).scalar()
+        finally:
+            engine.dispose()
+        return 0.0 if at is None else float(at.timestamp())
 
     def wait_published(self, pod: str, after: float = 0.0) -> None:
         wait_until(lambda: self.heartbeat(pod) > after or None, 60, f"{pod} to publish")
@@ -111,9 +128,16 @@ class Fleet:
             sidecar.stop()
 
 
-@pytest.fixture
-def fleet(tmp_path: Path) -> Iterator[Fleet]:
-    built = Fleet(tmp_path)
+@pytest.fixture(params=["directory", "postgresql"])
+def fleet(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Fleet]:
+    database = None
+    if request.param == "postgresql":
+        database = request.getfixturevalue("postgres_url")
+        engine = sa.create_engine(database)
+        for table in (PANES, PUBLISHERS):
+            table.drop(engine, checkfirst=True)  # each test's fleet starts from nothing
+        engine.dispose()
+    built = Fleet(tmp_path, database)
     try:
         yield built
     finally:
@@ -162,7 +186,7 @@ def test_three_sidecars_and_a_central_equal_one_evaluation_of_their_logs(
     fleet.wait_published("pod-b", after=before)
     assert not list(fleet.store.glob("loans/*/pod-b/.*.arrow.*.tmp"))  # a write cut short is cleared
 
-    central = _config(tmp_path / "central.yaml", _model({"kind": "published", "url": str(fleet.store)}), 0)
+    central = _config(tmp_path / "central.yaml", _model({"kind": "published", "url": fleet.url}), 0)
     union_glob = str(tmp_path / "pods" / "*" / "predictions-*.jsonl")
     union = _config(tmp_path / "union.yaml", _model({"kind": "files", "path": union_glob}), 0)
     fleet_report, union_report = _evaluate(central), _evaluate(union)
@@ -185,7 +209,7 @@ def test_sidecars_added_and_removed_while_the_central_runs(fleet: Fleet, tmp_pat
     for pod in fleet.sidecars:
         fleet.wait_published(pod)
     port = free_port()
-    model = _model({"kind": "published", "url": str(fleet.store), "stale_after": "4s"})
+    model = _model({"kind": "published", "url": fleet.url, "stale_after": "4s"})
     config = _config(tmp_path / "central.yaml", model, port)
     central = ManagedProcess("central", [FAIRWATCH, "run", "--config", str(config)], tmp_path / "central.log")
     central.start()

@@ -80,37 +80,45 @@ def check_sources(settings: Settings) -> list[SourceCheck]:
 def _published_check(where: str, model: ModelConfig) -> SourceCheck:
     """A published source: its store, and counts published there for this model's config (the same
     fingerprint - columns, groups, thresholds, score decimals - as the publishers')."""
+    from monitor.core.errors import SourceError
+    from monitor.core.secrets import mask_url
     from monitor.reading.plan import count_request
     from monitor.sources.contract import WEIGHT
-    from monitor.sources.published.store import PaneDirectory, request_fingerprint, store_path
+    from monitor.sources.published.store import open_store, request_fingerprint
 
     assert model.source.url is not None, "checked by the config"
     name = model.source.name or model.name
-    root = store_path(model.source.url, f"{where}.url")
-    what = f"the counts published for model {name!r} in {root}"
-    if not root.is_dir():
-        return SourceCheck(
-            where, what, (), (f"{where}.url: no directory {root} (the store publishers write to)",)
-        )
-    store = PaneDirectory(root, name)
-    fingerprint = request_fingerprint(count_request(model, ()))
-    publishers = store.heartbeats(fingerprint)
-    if publishers:
-        panes = (store.read(path, fingerprint, name) for name, path in store.pane_files(fingerprint))
-        first = next((pane for pane in panes if pane is not None), None)
-        if first is None:
-            return SourceCheck(
-                where, what, (), (f"{where}: publishers are there, but no pane they published can be read",)
-            )
-        columns = tuple(c for c in first.frame.columns if c != WEIGHT)
-        return SourceCheck(where, f"{what} ({len(publishers)} publisher(s))", columns, ())
-    others = [f for f in store.fingerprints() if f != fingerprint]
+    store = open_store(model.source.url, name, f"{where}.url")
+    what = f"the counts published for model {name!r} in {store.describe()}"
+    try:
+        problem = store.check()
+        if problem is not None:
+            return SourceCheck(where, what, (), (f"{where}.url: {problem}",))
+        fingerprint = request_fingerprint(count_request(model, ()))
+        publishers = store.heartbeats(fingerprint)
+        if publishers:
+            panes = (store.read(listed, fingerprint) for listed in store.listing(fingerprint))
+            first = next((pane for pane in panes if pane is not None), None)
+            if first is None:
+                return SourceCheck(
+                    where,
+                    what,
+                    (),
+                    (f"{where}: publishers are there, but no pane they published can be read",),
+                )
+            columns = tuple(c for c in first.frame.columns if c != WEIGHT)
+            return SourceCheck(where, f"{what} ({len(publishers)} publisher(s))", columns, ())
+        others = [f for f in store.fingerprints() if f != fingerprint]
+    except SourceError as exc:
+        return SourceCheck(where, what, (), (f"{where}.url: {exc}",))
+    finally:
+        store.close()
     problem = (
         f"{where}: nothing published for this model's config, but for {len(others)} other config(s): the "
         "publishers' columns, groups, thresholds or score_decimals differ from this model's"
         if others
         else f"{where}: nothing published yet for model {name!r} (do the replicas run with publish.url "
-        f"{model.source.url}?)"
+        f"{mask_url(model.source.url)}?)"
     )
     return SourceCheck(where, what, (), (problem,))
 

@@ -24,6 +24,7 @@ from monitor.config.schema import (
     WebhookConfig,
     WindowConfig,
     parse_duration,
+    store_kind,
 )
 
 __all__ = [
@@ -44,5 +45,6 @@ __all__ = [
     "load_settings",
     "parse_duration",
     "settings_from_dict",
+    "store_kind",
     "with_web_config",
 ]

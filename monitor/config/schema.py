@@ -45,6 +45,7 @@ __all__ = [
     "WebhookConfig",
     "WindowConfig",
     "parse_duration",
+    "store_kind",
 ]
 
 Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
@@ -268,7 +269,9 @@ class PublishConfig(_Strict):
     or open - to a store shared with other replicas, for one fairwatch reading ``source: {kind:
     published}`` to judge them together (:mod:`monitor.reading.publish`)."""
 
-    # a directory (a shared volume: /shared/fairwatch, file:///shared/fairwatch); relative to the config file
+    # a directory (a shared volume: /shared/fairwatch, file:///shared/fairwatch; relative to the config
+    # file), an object store (s3://bucket/prefix, gs://bucket/prefix) or a database (an SQLAlchemy URL:
+    # postgresql+psycopg://fairwatch@postgres/fairwatch) every replica and the central reach
     url: str
     # who publishes: default the pod's name ($HOSTNAME), else the host's
     publisher: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.:-]+$")
@@ -277,17 +280,31 @@ class PublishConfig(_Strict):
 
     @field_validator("url")
     @classmethod
-    def _a_directory(cls, url: str) -> str:
+    def _a_store(cls, url: str) -> str:
         return check_store(url)
 
 
+#: Store URL schemes served through ``pyarrow.fs`` (a path and ``file://`` too); any other scheme
+#: names a database (an SQLAlchemy URL).
+FILE_SCHEMES = frozenset({"file", "s3", "gs", "gcs", "hdfs", "viewfs", "abfs", "abfss"})
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
+def store_kind(url: str) -> Literal["directory", "database"]:
+    """What a store URL names: ``"directory"`` (a path, ``file://``, an object store, HDFS) or
+    ``"database"`` (an SQLAlchemy URL: ``postgresql+psycopg://...``, ``sqlite:///...``)."""
+    scheme = _SCHEME.match(url)
+    return "directory" if scheme is None or scheme.group(1).lower() in FILE_SCHEMES else "database"
+
+
 def check_store(url: str) -> str:
-    """A store of published counts: a directory (a path or ``file://`` URL)."""
-    scheme = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*)://", url)
-    if scheme and scheme.group(1) != "file":
+    """A store of published counts: a directory (a path or ``file://`` URL), an object store
+    (``s3://``, ``gs://``, ``hdfs://``) or a database (an SQLAlchemy URL)."""
+    if "://" in url and not _SCHEME.match(url):
         raise ValueError(
-            f"{scheme.group(1)}:// stores are not supported; publish to a directory every replica "
-            "mounts (a path or file:///path)"
+            f"{url.split('://')[0]!r} is no URL scheme: a store is a directory (a path, file:///path), "
+            "an object store (s3://bucket/prefix, gs://, hdfs://) or an SQLAlchemy URL "
+            "(postgresql+psycopg://user@host/db)"
         )
     return url
 
@@ -457,6 +474,7 @@ class Settings(_Strict):
         urls = [m.source.url for m in self.models]
         urls += [m.labels.source.url for m in self.models if m.labels is not None]
         urls += [sink.url for sink in (self.alerts.alertmanager, self.alerts.webhook) if sink is not None]
+        urls += [m.publish.url for m in self.models if m.publish is not None]
         found = [s for url in urls for s in url_secrets(url)]
         sources = [m.source for m in self.models] + [m.labels.source for m in self.models if m.labels]
         found += [s for source in sources for s in source.spark_secrets()]

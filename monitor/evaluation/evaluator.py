@@ -100,6 +100,8 @@ class Evaluator:
         """Close its sources (a source closed twice is closed once) and let its panes' folder go."""
         if self.plan.panes is not None:
             self.plan.panes.close()
+        if self.publisher is not None:
+            self.publisher.close()
         self.source.close()
         if self.label_source is not None and self.label_source is not self.source:
             self.label_source.close()

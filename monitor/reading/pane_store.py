@@ -146,7 +146,7 @@ class PaneStore:
                     _remove_folder(other)
             folder.mkdir(exist_ok=True)
             for path in sorted(folder.iterdir()):
-                if is_partial(path):  # a write cut short
+                if is_partial(path.name):  # a write cut short
                     path.unlink(missing_ok=True)
                     continue
                 if path.suffix != _SUFFIX:
@@ -363,5 +363,5 @@ def _remove_folder(folder: Path) -> None:
 
 def _pane_files(folder: Path) -> Iterator[Path]:
     for path in folder.iterdir():
-        if path.suffix == _SUFFIX or is_partial(path):
+        if path.suffix == _SUFFIX or is_partial(path.name):
             yield path

@@ -40,7 +40,7 @@ from monitor.core.errors import SourceError
 from monitor.reading.panes import count_panes, pane_runs, pane_starts
 from monitor.sources.contract import WEIGHT, CountedPanes, CountingSource, CountRequest
 from monitor.sources.count_files import Unwritable
-from monitor.sources.published.store import PaneDirectory, request_fingerprint, store_path
+from monitor.sources.published.store import open_store, request_fingerprint
 
 __all__ = ["Published", "Publisher", "default_publisher"]
 
@@ -70,7 +70,7 @@ class Publisher:
     def __init__(self, model: ModelConfig, config: PublishConfig, key: str = "publish.url") -> None:
         self.model = model
         self.name = config.publisher or default_publisher()
-        self.store = PaneDirectory(store_path(config.url, key), model.name)
+        self.store = open_store(config.url, model.name, key)
         self.size = model.panes.size
         self.instance = _PROCESS  # this process (a config reload keeps it), told apart from others
         self._fingerprint: str | None = None
@@ -126,6 +126,10 @@ class Publisher:
         self._expire(now, horizon)
         return Published(self.name, written, sum(self._rows.values()))
 
+    def close(self) -> None:
+        """Release the store's connections (a database store's pool)."""
+        self.store.close()
+
     def _resume(self, fingerprint: str) -> None:
         """What this publisher (a previous process of it) published: a pane counts as sealed only if
         it was published after it was sealed; panes of another size (the config changed) are removed."""
@@ -153,7 +157,7 @@ class Publisher:
         if now - beat.published_at < 2 * self.model.interval:
             raise SourceError(
                 f"model {self.model.name}: another process publishes as {self.name!r} to "
-                f"{self.store.folder} (each replica needs its own `publish.publisher`; the default is "
+                f"{self.store.describe()} (each replica needs its own `publish.publisher`; the default is "
                 "the pod's name): not publishing over its counts"
             )
         log.warning(

@@ -26,8 +26,8 @@ from monitor.evaluation.evaluators import build_evaluators
 from monitor.evaluation.results import ModelEvaluation
 from monitor.reading import publish as publish_module
 from monitor.sources import count_files
-from monitor.sources.published import store as store_module
-from monitor.sources.published.store import HEARTBEAT
+from monitor.sources.published import directory as directory_module
+from monitor.sources.published.directory import HEARTBEAT
 from tests.monitor.test_counts import NOW, SQLITE_TIMESTAMPS, comparable, dirty_log, model_config, sqlite_log
 from tests.monitor.test_file_counts import dirty_text_log, write_jsonl
 
@@ -192,8 +192,8 @@ def test_fleet_config_errors_name_the_key(tmp_path: Path) -> None:
         )
     with pytest.raises(Exception, match="needs `url`"):
         _settings(_model({"kind": "published"}))
-    with pytest.raises(Exception, match=r"models\[0\]\.publish\.url: s3:// stores are not supported"):
-        _settings(_model(table, publish={"url": "s3://bucket/x", "publisher": "p"}))
+    with pytest.raises(Exception, match=r"models\[0\]\.publish\.url: 'post gres' is no URL scheme"):
+        _settings(_model(table, publish={"url": "post gres://x", "publisher": "p"}))
     with pytest.raises(Exception, match="publish: a published source has no log of its own"):
         _settings(_model({"kind": "published", "url": "s"}, publish={"url": "s"}))
 
@@ -293,15 +293,15 @@ def test_a_file_that_cannot_be_read_once_is_read_again(
 ) -> None:
     store = tmp_path / "store"
     _publish(tmp_path, store, NOW)
-    real, failed = store_module.read_frame, []
+    real, failed = directory_module.decode_frame, []
 
-    def flaky(path: Path, key: bytes) -> Any:
+    def flaky(source: Any, key: bytes) -> Any:
         if not failed:
-            failed.append(path)
+            failed.append(source)
             raise OSError(errno.EIO, "Input/output error")
-        return real(path, key)
+        return real(source, key)
 
-    monkeypatch.setattr(store_module, "read_frame", flaky)
+    monkeypatch.setattr(directory_module, "decode_frame", flaky)
     with build_evaluators(_settings(_model({"kind": "published", "url": str(store)}))) as evaluators:
         first = evaluators["tox"].evaluate(NOW)
         second = evaluators["tox"].evaluate(NOW)

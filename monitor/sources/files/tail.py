@@ -238,7 +238,7 @@ class TextTail:
             temp.write_text(json.dumps(manifest))
             os.replace(temp, self.directory / _MANIFEST)
             for path in self.directory.iterdir():  # earlier saves' files, and writes a crash cut short
-                if (path.suffix == ".arrow" and path.name not in named) or is_partial(path):
+                if (path.suffix == ".arrow" and path.name not in named) or is_partial(path.name):
                     path.unlink(missing_ok=True)
         except (OSError, Unwritable) as exc:
             log.warning(

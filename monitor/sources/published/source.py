@@ -12,18 +12,19 @@ A window counts every published pane that overlaps it: its bounds are rounded ou
 today up to each publisher's last publication). Windows whose bounds fall on pane boundaries
 (``--start``/``--end`` on whole hours, with hourly panes) are exact.
 
-Files are read once and kept while their size and modification time stay the same; a publisher
-publishes its open panes at every tick, so a central tick reads those and lists the rest.
+Panes are read once and kept while their version in the store stays the same (a file's time and
+size, a row's publication time and total); a publisher publishes its open panes at every tick, so a
+central tick reads those and lists the rest. The store is a directory, an object store or a
+database table (:mod:`monitor.sources.published.store`).
 """
 
 from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import replace
 from datetime import datetime
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -33,16 +34,15 @@ from monitor.core.errors import SourceError
 from monitor.sources.contract import WEIGHT, Batch, CountRequest, range_column
 from monitor.sources.published.store import (
     Heartbeat,
-    PaneDirectory,
     PublishedPane,
+    open_store,
     request_fingerprint,
-    store_path,
 )
 
 __all__ = ["PublishedSource"]
 
-#: A pane file's identity: its path, inode, modification time and size.
-_Key = tuple[Path, int, int, int]
+#: A published pane's identity: where it is in the store, and its version there.
+_Key = tuple[str, Hashable]
 
 log = logging.getLogger(__name__)
 
@@ -59,8 +59,8 @@ class PublishedSource:
     ) -> None:
         assert config.url is not None and config.name is not None, "checked by the config"
         self.config = config
-        self.store = PaneDirectory(store_path(config.url, "source.url"), config.name)
-        self._files: dict[Path, tuple[_Key, PublishedPane]] = {}
+        self.store = open_store(config.url, config.name, "source.url")
+        self._files: dict[str, tuple[_Key, PublishedPane]] = {}
         self._seen: dict[str, datetime | None] = {}  # every publisher in the store
         self._previous: set[_Key] = set()  # the files the previous read used
         # the unchanged panes' (file, range flags), merged with their range columns
@@ -70,10 +70,11 @@ class PublishedSource:
         self._said: str | None = None  # the last "nothing published" reason logged
 
     def describe(self) -> str:
-        return f"published:{self.store.folder}"
+        return f"published:{self.store.describe()}"
 
     def close(self) -> None:
         self._files.clear()
+        self.store.close()
 
     def read(self, start: datetime, end: datetime) -> Batch:
         raise SourceError(
@@ -153,22 +154,18 @@ class PublishedSource:
     # -- internals --------------------------------------------------------------------------------
 
     def _panes(self, fingerprint: str) -> list[tuple[_Key, PublishedPane]]:
-        """Every published pane of ``fingerprint`` with the identity of its file (path, inode, time and
-        size: a file replaced by a rename is another inode), files read again only when they changed."""
-        seen: dict[Path, tuple[_Key, PublishedPane]] = {}
-        for publisher, path in self.store.pane_files(fingerprint):
-            try:
-                stat = path.stat()
-            except FileNotFoundError:
-                continue
-            key = (path, stat.st_ino, stat.st_mtime_ns, stat.st_size)
-            cached = self._files.get(path)
+        """Every published pane of ``fingerprint`` with its identity (its place and version in the
+        store), panes read again only when they changed."""
+        seen: dict[str, tuple[_Key, PublishedPane]] = {}
+        for listed in self.store.listing(fingerprint):
+            key = (listed.where, listed.version)
+            cached = self._files.get(listed.where)
             if cached is not None and cached[0] == key:
-                seen[path] = cached
+                seen[listed.where] = cached
                 continue
-            pane = self.store.read(path, fingerprint, publisher)
-            if pane is not None:  # a file that cannot be read now is tried again at the next read
-                seen[path] = (key, pane)
+            pane = self.store.read(listed, fingerprint)
+            if pane is not None:  # a pane that cannot be read now is tried again at the next read
+                seen[listed.where] = (key, pane)
         self._files = seen
         found = _one_size_each([(key, pane) for key, pane in seen.values() if pane is not None])
         panes = [pane for _, pane in found]
