@@ -176,6 +176,9 @@ class ColumnsConfig(_Strict):
     cluster: str | None = None  # clustering
     features: list[str] = Field(default_factory=list)  # clustering: feature columns (silhouette, centres)
     text: str | None = None  # text: the generated completion
+    # binary: each row counts as its weight (a pre-aggregated table's counts, a sampled log's inverse
+    # sampling probabilities); see the model's `weights` for what the weights are
+    weight: str | None = None
 
 
 class LabelColumnsConfig(_Strict):
@@ -326,6 +329,10 @@ class ModelConfig(_Strict):
     # binary: round scores half up to this many decimals before counting (continuous scores: far fewer
     # combinations); the AUCs' possible rounding error is reported beside them
     score_decimals: int | None = Field(default=None, ge=0, le=9)
+    # what columns.weight holds: `count` - how many identical predictions a row stands for (whole
+    # numbers; the intervals are those of the expanded rows); `sampling` - inverse sampling
+    # probabilities (any positive number; the intervals use each window's effective sample size)
+    weights: Literal["count", "sampling"] = "count"
     groups: list[GroupConfig]
     windows: list[WindowConfig] = Field(default_factory=_default_windows)
     label_delay: Duration = timedelta(0)
@@ -394,6 +401,10 @@ class ModelConfig(_Strict):
             raise ValueError(f"attribute names must be unique, got {attrs}")
         if self.score_decimals is not None and (self.task != "binary" or not self.columns.score):
             raise ValueError("score_decimals rounds a binary model's score column: this model has none")
+        if self.columns.weight is not None and self.task != "binary":
+            raise ValueError(f"columns.weight: only a binary model weighs its rows (task {self.task})")
+        if "weights" in self.model_fields_set and self.columns.weight is None:
+            raise ValueError("weights: says what columns.weight holds, and no columns.weight is set")
         self._check_fleet()
         return self
 

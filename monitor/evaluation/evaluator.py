@@ -36,6 +36,7 @@ from monitor.reading.frame import (
     clean_rows,
     columns_for_frame,
     count_rows,
+    effective_sample,
     labeled,
     row_counts,
     task_data,
@@ -215,9 +216,11 @@ class Evaluator:
         flagged: frozenset[str],
     ) -> WindowResult:
         """One window; ``model`` has the columns this evaluation's log has (see ``columns_for_frame``)."""
-        outcome = frame.loc[within(span.start, span.end)]
+        outcome = effective_sample(frame.loc[within(span.start, span.end)])
         same = span.start == span.label_start and span.end == span.label_end
-        labeled_rows = outcome if same else frame.loc[within(span.label_start, span.label_end)]
+        labeled_rows = (
+            outcome if same else effective_sample(frame.loc[within(span.label_start, span.label_end)])
+        )
         specs = metrics_for(model)
         outcome_specs = [s.name for s in specs if "y_true" not in s.requires]
         label_specs = [s.name for s in specs if "y_true" in s.requires]

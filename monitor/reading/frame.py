@@ -25,10 +25,12 @@ from monitor.tasks.base import InputArray
 __all__ = [
     "INPUT_PREFIX",
     "TIMESTAMP",
+    "WEIGHT_SQUARES",
     "WindowMasks",
     "clean_rows",
     "columns_for_frame",
     "count_rows",
+    "effective_sample",
     "group_columns",
     "labeled",
     "row_counts",
@@ -41,6 +43,9 @@ __all__ = [
 INPUT_PREFIX = "__input_"
 #: The event time in the canonical frame.
 TIMESTAMP = "__ts"
+#: With sampling weights (``weights: sampling``): each entry's sum of its rows' squared weights, for
+#: the effective sample size (:func:`effective_sample`).
+WEIGHT_SQUARES = "__weight_squares"
 
 # The column keys that name one column each and may carry a default name (see columns_for_frame).
 _SINGLE_COLUMNS = ("score", "prediction", "label", "user", "item", "rank", "cluster", "text")
@@ -81,6 +86,8 @@ def clean_rows(
     needed = list(_names(getattr(cols, key) for key in task.reads))
     if cols.model:
         needed.append(cols.model)  # a missing model column must not silently mix every model's rows
+    if cols.weight:
+        needed.append(cols.weight)
     groups = list(dict.fromkeys(c for g in model.groups for c in group_columns(g)))
     missing = [c for c in dict.fromkeys([*needed, *groups]) if c not in frame.columns]
     if missing and frame.empty:
@@ -92,18 +99,56 @@ def clean_rows(
     if cols.model:
         frame = frame.loc[frame[cols.model].astype("string") == model.name]
     weight = frame[WEIGHT].to_numpy(dtype=np.float64) if counted else None
+    given = _given_weights(frame, model)
+    if given is not None:  # each row counts as its weight; a row whose weight is unusable, as one row
+        weight = (np.ones(len(frame)) if weight is None else weight) * given[0]
     rows = Rows(frame, weight)
+    if given is not None:
+        rows.reject(given[1], "weight_invalid")
     task.clean(rows, model)
     out = pd.DataFrame(_input_columns(rows.inputs), index=frame.index)
     if counted:
         for c in frame.columns:
-            if c == WEIGHT or c.startswith(RANGE_PREFIX):
+            if c.startswith(RANGE_PREFIX):
                 out[c] = frame[c]
     else:
         out[TIMESTAMP] = frame[cols.timestamp]
+    if weight is not None:
+        out[WEIGHT] = weight
+    if given is not None and weight is not None and model.weights == "sampling":
+        out[WEIGHT_SQUARES] = weight * given[0]  # (rows x w) x w: rows x w^2
     for c in groups:
         out[c] = frame[c]
     return out.loc[rows.keep].reset_index(drop=True), rows.rejected
+
+
+def _given_weights(frame: pd.DataFrame, model: ModelConfig) -> tuple[np.ndarray, np.ndarray] | None:
+    """``columns.weight`` as floats (1 where unusable), and which rows' weights are unusable:
+    missing, not a number, negative or infinite, and for ``weights: count`` not a whole number
+    (``None``: the model has no weights)."""
+    column = model.columns.weight
+    if not column:
+        return None
+    values = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    with np.errstate(invalid="ignore"):
+        bad = ~np.isfinite(values) | (values < 0)
+        if model.weights == "count":
+            bad |= values != np.round(values)
+    return np.where(bad, 1.0, values), bad
+
+
+def effective_sample(frame: pd.DataFrame) -> pd.DataFrame:
+    """A window of sampling-weighted rows with its weights scaled to Kish's effective sample size:
+    by ``sum(w) / sum(w^2)``, so that they add up to ``sum(w)^2 / sum(w^2)``. Every weighted rate,
+    AUC and ratio is unchanged (a common factor cancels); the intervals, which read the weights as
+    counts, are those of the effective sample. Other frames are returned as they are."""
+    if WEIGHT_SQUARES not in frame.columns or frame.empty:
+        return frame
+    squares = float(frame[WEIGHT_SQUARES].sum())
+    if squares <= 0:
+        return frame  # every weight is 0: nothing counts, nothing to scale
+    scale = float(frame[WEIGHT].sum()) / squares
+    return frame.assign(**{WEIGHT: frame[WEIGHT].to_numpy(dtype=np.float64) * scale})
 
 
 def task_data(frame: pd.DataFrame) -> dict[str, InputArray]:

@@ -196,6 +196,8 @@ def count_request(
         raw.append(labels.column)
     if cols.model:
         raw.append(cols.model)
+    if cols.weight:
+        raw.append(cols.weight)  # a key: rows of one weight counted, the weight applied when cleaned
     optional = tuple(
         getattr(cols, key)
         for key in read
