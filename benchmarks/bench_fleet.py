@@ -14,6 +14,7 @@ whole (what a single fairwatch on a warehouse would do). The central's values ar
 union's on a range of whole panes. The last line is one JSON object.
 
     python benchmarks/bench_fleet.py [--publishers 50] [--per-day 1000000] [--ticks 5]
+    python benchmarks/bench_fleet.py --store postgresql   # the store a throw-away PostgreSQL (sqlite: a file)
     python benchmarks/bench_fleet.py --jsonl     # one sidecar on a JSON Lines log of all the traffic
 
 ``--jsonl`` measures the sidecar's own cost on the log a model server writes: one pod with all
@@ -44,6 +45,7 @@ from rich.progress import track
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).parent))
+from bench_shapes import postgres_url
 from bench_ticks import FIRST_TICK, make_log, values
 
 from monitor.cli.demo.run import IDENTITIES
@@ -144,6 +146,21 @@ def jsonl_sidecar(per_day: int, ticks: int) -> None:
     print(json.dumps(result))
 
 
+def stored_panes(store: str) -> list[int]:
+    """The bytes of each published pane: its file, or its row's ``counts``."""
+    if "://" not in store:
+        return [f.stat().st_size for f in Path(store).rglob("*.arrow")]
+    import sqlalchemy as sa
+
+    from monitor.sources.published.database import PANES
+
+    engine = sa.create_engine(store)
+    with engine.connect() as conn:
+        sizes = [int(n) for n in conn.execute(sa.select(sa.func.length(PANES.c.counts))).scalars()]
+    engine.dispose()
+    return sizes
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -152,6 +169,9 @@ def main() -> None:
     parser.add_argument("--per-day", type=int, default=1_000_000)
     parser.add_argument("--ticks", type=int, default=5)
     parser.add_argument("--jsonl", action="store_true", help="one sidecar on a JSON Lines log instead")
+    parser.add_argument(
+        "--store", choices=["directory", "postgresql", "sqlite"], default="directory", help="where to publish"
+    )
     args = parser.parse_args()
     if args.jsonl:
         jsonl_sidecar(args.per_day, args.ticks)
@@ -160,9 +180,11 @@ def main() -> None:
     log = make_log(args.per_day, args.ticks)
     first_tick = FIRST_TICK
     pods = [f"pod-{i:02d}" for i in range(args.publishers)]
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, postgres_url(args.store == "postgresql") as pg:
         folder = Path(tmp)
-        store = folder / "store"
+        store = {"directory": str(folder / "store"), "sqlite": f"sqlite:///{folder / 'store.db'}"}.get(
+            args.store, pg or ""
+        )
         before = log[log["ts"] < first_tick]
         dbs = [folder / f"{pod}.db" for pod in pods]
         for i, db in enumerate(track(dbs, description="writing the pods' logs", console=console)):
@@ -170,17 +192,16 @@ def main() -> None:
         union_db = folder / "union.db"
         append(union_db, before)
         publishers = [
-            evaluator(model(table_source(db), publish={"url": str(store), "publisher": pod}))
+            evaluator(model(table_source(db), publish={"url": store, "publisher": pod}))
             for db, pod in zip(dbs, pods, strict=True)
         ]
-        central = evaluator(model({"kind": "published", "url": str(store)}))
+        central = evaluator(model({"kind": "published", "url": store}))
         union = evaluator(model(table_source(union_db), panes={"enabled": False}))
 
         first_publish = []
         for pub in track(publishers, description="first publication", console=console):
             first_publish.append(cpu(lambda pub=pub: pub.evaluate(first_tick))[0])
-        files = list(store.rglob("*.arrow"))
-        pane_bytes = [f.stat().st_size for f in files]
+        pane_bytes = stored_panes(store)
         t0 = time.perf_counter()
         central.evaluate(first_tick)
         central_first = time.perf_counter() - t0
@@ -220,7 +241,8 @@ def main() -> None:
     result = {
         "publishers": args.publishers,
         "rows_per_day": args.per_day,
-        "pane_files": len(files),
+        "store": args.store,
+        "panes": len(pane_bytes),
         "pane_kb_median": round(statistics.median(pane_bytes) / 1024, 1),
         "store_mb": round(sum(pane_bytes) / 2**20, 2),
         "publish_first_cpu_median": round(statistics.median(first_publish), 3),

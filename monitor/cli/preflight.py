@@ -139,6 +139,8 @@ def _prediction_columns(model: ModelConfig, where: str) -> dict[str, str]:
                 named[f"{where}.columns.{key}" + (f"[{j}]" if isinstance(value, list) else "")] = name
     if cols.model:
         named[f"{where}.columns.model"] = cols.model
+    if cols.weight:
+        named[f"{where}.columns.weight"] = cols.weight
     if model.labels is not None:
         key = "labels.join_on" if model.labels.join_on else "columns.id"
         named[f"{where}.{key}"] = model.labels.join_on or cols.id

@@ -242,11 +242,11 @@ class PaneDirectory:
     def _put(self, path: str, write: Callable[[Any], None]) -> None:
         """Write ``path`` whole or not at all (see the module's docstring)."""
         folder, name = path.rsplit("/", 1)
-        self.fs.create_dir(folder, recursive=True)
-        if not self._renames:
+        if not self._renames:  # an object store: no folders to make, an upload appears whole
             with self.fs.open_output_stream(path, compression=None) as sink:
                 write(sink)
             return
+        self.fs.create_dir(folder, recursive=True)
         temp = _join(folder, f".{name}.{os.getpid()}-{_TOKEN}.tmp")
         try:
             with self.fs.open_output_stream(temp, compression=None) as sink:
