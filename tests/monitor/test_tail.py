@@ -516,3 +516,34 @@ def test_after_a_restart_the_keys_seen_before_still_count(tmp_path: Path) -> Non
         car.same_as_whole_read(t1)
     finally:
         car.close()
+
+
+def test_a_lone_sidecar_judges_its_own_tailed_counts_in_the_same_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/fleet.md's recipe for a sidecar that judges its own pod as cheaply as it publishes: one
+    config, a model that publishes its tailed counts to a folder of the pod and the model that judges
+    them (`kind: published`, `name:` the first). It reports what a whole read of the log reports, on
+    whole panes; a tick after new lines reads only those."""
+    from monitor.config import settings_from_dict
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    log, frame = logs / "log-1.jsonl", dirty_log()
+    log.write_bytes(_lines(_until(frame, NOW - timedelta(days=1), NOW - timedelta(hours=1))))
+    source = {"kind": "files", "path": str(logs / "log-*"), "format": "jsonl"}
+    store = str(tmp_path / "counts")
+    counts = _model(source, publish={"url": store, "publisher": "pod"}) | {"name": "tox-counts"}
+    judge = _model({"kind": "published", "url": store, "name": "tox-counts"})
+    copied = _spy_on_copies(monkeypatch)
+    with build_evaluators(settings_from_dict({"models": [counts, judge]})) as evaluators:
+        for at in (NOW - timedelta(hours=1), NOW):
+            if at == NOW:  # an hour of new lines
+                new = _lines(_until(frame, NOW - timedelta(hours=1), NOW))
+                with log.open("ab") as out:
+                    out.write(new)
+                copied.clear()
+            evaluators["tox-counts"].evaluate(at)  # the service runs both every interval
+            judged = evaluators["tox"].evaluate(at)
+            assert comparable(judged) == comparable(_evaluate(_model(source), at))
+    assert sum(copied) == len(new)  # the second tick read the new lines, nothing else
