@@ -1,5 +1,5 @@
 """``python -m monitor``: the ``fairwatch`` command."""
 
-from monitor.cli import main
+from monitor.cli import entry
 
-raise SystemExit(main())
+entry()

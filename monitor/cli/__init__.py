@@ -1,5 +1,5 @@
 """``fairwatch``: the command line, the only part of the service that parses argv or prints."""
 
-from monitor.cli.commands import main
+from monitor.cli.commands import entry, main
 
-__all__ = ["main"]
+__all__ = ["entry", "main"]

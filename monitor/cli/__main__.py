@@ -1,5 +1,5 @@
 """``python -m monitor.cli``: the ``fairwatch`` command."""
 
-from monitor.cli import main
+from monitor.cli import entry
 
-raise SystemExit(main())
+entry()

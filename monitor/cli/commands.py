@@ -15,6 +15,7 @@ fairwatch rules / dashboard / power / backfill ...
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import logging
 import math
@@ -22,7 +23,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from rich.console import Console
 from rich.markup import escape
@@ -63,6 +64,17 @@ def _load_settings(path: str, web_config_file: str | None = None) -> Settings:
     settings = load_settings(path)
     _SECRETS.add(settings.secrets())
     return with_web_config(settings, web_config_file)
+
+
+def entry() -> NoReturn:
+    """The ``fairwatch`` console script: :func:`main`, then the end of the process without the
+    interpreter's last garbage collections, which walk every object the imports made (pandas,
+    SQLAlchemy, pyarrow: ~1 M) - 0.25 s of a 1.4 s ``fairwatch evaluate``. By then every file is
+    written and closed and every connection closed; the memory goes back to the system at exit.
+    (Only here: a test calling :func:`main` in its own process keeps collecting.)"""
+    status = main()
+    gc.freeze()  # objects frozen are left out of every collection, the final ones too
+    raise SystemExit(status)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
