@@ -37,6 +37,7 @@ __all__ = [
     "LabelColumnsConfig",
     "LabelsConfig",
     "ModelConfig",
+    "NowcastConfig",
     "PanesConfig",
     "PublishConfig",
     "ServerConfig",
@@ -242,6 +243,19 @@ class WindowConfig(_Strict):
         return v
 
 
+class NowcastConfig(_Strict):
+    """``models[].nowcast``: label-dependent metrics estimated from the scores while the labels are on
+    their way (:mod:`monitor.evaluation.nowcast`, docs/nowcasting.md)."""
+
+    enabled: bool = False
+    # isotonic: a calibration fitted on the rows whose labels arrived (scores need only rank);
+    # identity: the scores are calibrated probabilities already
+    calibration: Literal["isotonic", "identity"] = "isotonic"
+    # a group's calibration fails when observed / expected positives is surely outside 1 +- tolerance
+    # (or its calibration slope outside 1 +- 2 tolerance): its estimates are insufficient_data
+    tolerance: float = Field(default=0.1, gt=0, lt=1)
+
+
 class PanesConfig(_Strict):
     """Sealed panes (:mod:`monitor.reading.panes`): a counted source's kept per-pane counts, so that each
     tick reads only the parts of its windows that can still change."""
@@ -338,6 +352,7 @@ class ModelConfig(_Strict):
     label_delay: Duration = timedelta(0)
     interval: Duration = timedelta(seconds=60)
     panes: PanesConfig = Field(default_factory=PanesConfig)
+    nowcast: NowcastConfig = Field(default_factory=NowcastConfig)
     publish: PublishConfig | None = None  # counts published for a central fairwatch (the fleet)
     metrics: list[str] | None = None  # default: every metric the inputs allow
     fair_ranges: dict[str, tuple[float | None, float | None]] = Field(default_factory=dict)
@@ -403,6 +418,12 @@ class ModelConfig(_Strict):
             raise ValueError("score_decimals rounds a binary model's score column: this model has none")
         if self.columns.weight is not None and self.task != "binary":
             raise ValueError(f"columns.weight: only a binary model weighs its rows (task {self.task})")
+        if self.nowcast.enabled and (
+            self.task != "binary" or not self.columns.score or not self.columns.label
+        ):
+            raise ValueError(
+                "nowcast: estimates a binary model's label metrics from its scores: it needs both"
+            )
         if "weights" in self.model_fields_set and self.columns.weight is None:
             raise ValueError("weights: says what columns.weight holds, and no columns.weight is set")
         self._check_fleet()

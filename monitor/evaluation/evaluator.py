@@ -23,6 +23,7 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any, Self
 
+import numpy as np
 import pandas as pd
 
 import metrics_core as mc
@@ -30,6 +31,15 @@ from monitor.config import ModelConfig
 from monitor.core.errors import ConfigError
 from monitor.core.suggest import did_you_mean
 from monitor.evaluation.attributes import AbsentReference, attributes
+from monitor.evaluation.nowcast import (
+    LABEL,
+    SCORE,
+    CalibrationCheck,
+    calibration_checks,
+    calibration_map,
+    distrust,
+    soft_labelled,
+)
 from monitor.evaluation.results import GroupStats, ModelEvaluation, WindowResult
 from monitor.reading.frame import (
     WindowMasks,
@@ -250,6 +260,11 @@ class Evaluator:
         }  # once per metric, not per value
         values = [v for v in values if v.metric in computable]
         model_values = [v for v in model_values if v.metric in computable]
+        estimates, calibration = (
+            self._nowcast(outcome, labeled_rows, label_specs, n_alerting, model, flagged)
+            if model.nowcast.enabled and label_specs
+            else ((), ())
+        )
         groups = self._group_stats(outcome, labeled_rows, out_attrs, flagged)
         dropped = {a.name: len(a.dropped) for a in out_attrs if a.dropped}
         missing = {a.name: a.n_missing for a in out_attrs if a.n_missing}
@@ -267,7 +282,41 @@ class Evaluator:
             dropped_groups=MappingProxyType(dropped),
             missing_group_rows=MappingProxyType(missing),
             n_label_rows=count_rows(labeled_rows),
+            estimates=tuple(estimates),
+            calibration=tuple(calibration),
         )
+
+    def _nowcast(
+        self,
+        outcome: pd.DataFrame,
+        labeled_rows: pd.DataFrame,
+        metrics: Sequence[str],
+        n_alerting: int,
+        model: ModelConfig,
+        flagged: frozenset[str],
+    ) -> tuple[list[mc.MetricValue], list[CalibrationCheck]]:
+        """The outcome window's label metrics estimated from its scores where labels are pending, and
+        each group's calibration on the label window's labelled rows (:mod:`.nowcast`)."""
+        known = labeled_rows.loc[labeled(labeled_rows)]
+        score, label = known[SCORE].to_numpy(dtype=np.float64), known[LABEL].to_numpy(dtype=np.float64)
+        weight = row_counts(known)
+        if count_rows(known) < model.min_samples or label.min(initial=1.0) == label.max(initial=0.0):
+            return [], []  # nothing to calibrate on yet (said by the realised values' reasons)
+        probability = calibration_map(score, label, weight, model.nowcast.calibration)
+        checks = calibration_checks(
+            self._attributes(known, flagged),
+            probability(score),
+            label,
+            weight,
+            confidence=self.confidence,
+            tolerance=model.nowcast.tolerance,
+            min_samples=model.min_samples,
+        )
+        if not outcome[LABEL].isna().any():
+            return [], checks  # every label is in: the realised values are the window's
+        soft = soft_labelled(outcome, probability(outcome[SCORE].to_numpy(dtype=np.float64)))
+        report, _ = self._compute(soft, metrics, n_alerting, model, flagged)
+        return distrust(report.values, checks), checks
 
     def _attributes(self, frame: pd.DataFrame, flagged: frozenset[str]) -> list[mc.Attribute]:
         return attributes(

@@ -8,6 +8,7 @@ from datetime import datetime
 from types import MappingProxyType
 
 from metrics_core import MetricValue, ModelValue
+from monitor.evaluation.nowcast import CalibrationCheck
 
 __all__ = ["GroupStats", "ModelEvaluation", "WindowResult"]
 
@@ -51,6 +52,10 @@ class WindowResult:
     dropped_groups: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     missing_group_rows: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     n_label_rows: int | None = None  # rows of the label window (None: the same window)
+    # nowcast: the label metrics of the outcome window estimated from the scores, labels pending
+    estimates: tuple[MetricValue, ...] = ()
+    # nowcast: each group's calibration on the label window's labelled rows
+    calibration: tuple[CalibrationCheck, ...] = ()
 
     @property
     def label_coverage(self) -> float:

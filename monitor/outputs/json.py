@@ -36,6 +36,9 @@ class EvaluationRow(TypedDict):
     n_reference: int
     support: float | None
     reason: str | None
+    # "labels": computed from the labels; "estimate": a label metric estimated from the scores while
+    # the window's labels are pending (models[].nowcast)
+    basis: str
     window_start: str
     window_end: str
     evaluated_at: str
@@ -71,7 +74,11 @@ def evaluation_rows(evaluations: Iterable[ModelEvaluation]) -> list[EvaluationRo
     rows: list[EvaluationRow] = []
     for ev in evaluations:
         for w in ev.windows:
-            for v in w.values:
+            judged = [(v, "labels") for v in w.values] + [(v, "estimate") for v in w.estimates]
+            for v, basis in judged:
+                # label-based metrics are computed on the window shifted back by label_delay; their
+                # estimates are of the window itself
+                shifted = basis == "labels" and _needs_labels(v.metric)
                 rows.append(
                     {
                         "model": ev.model,
@@ -90,9 +97,9 @@ def evaluation_rows(evaluations: Iterable[ModelEvaluation]) -> list[EvaluationRo
                         "n_reference": int(v.n_reference),
                         "support": finite_or_none(v.support),
                         "reason": v.reason,
-                        # label-based metrics are computed on the window shifted back by label_delay
-                        "window_start": iso_z(w.label_start if _needs_labels(v.metric) else w.start),
-                        "window_end": iso_z(w.label_end if _needs_labels(v.metric) else w.end),
+                        "basis": basis,
+                        "window_start": iso_z(w.label_start if shifted else w.start),
+                        "window_end": iso_z(w.label_end if shifted else w.end),
                         "evaluated_at": iso_z(ev.evaluated_at),
                     }
                 )

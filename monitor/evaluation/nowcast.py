@@ -1,0 +1,220 @@
+"""Fairness before the labels: label-dependent metrics estimated from the scores (``nowcast:``).
+
+A window's newest rows have no labels yet (they arrive ``label_delay`` later, or later still). With
+calibrated probabilities ``q``, the expected confusion counts of those rows are known: a row predicted
+positive adds ``q`` expected true positives and ``1 - q`` expected false positives, and so on; an AUC
+takes ``q`` as a soft label. So the estimate of a window's label-dependent value is the value computed
+on the window with each unlabelled row split in two - label 1 weighing ``q``, label 0 weighing
+``1 - q`` - and each labelled row as it is (:func:`soft_labelled`): the value the labels are expected
+to give once they have all arrived. Its interval is the one the engine computes from those counts,
+which is at least as wide as the spread of the value the labels will give (the realised labels vary
+less than a sample of that many labelled rows would).
+
+``q`` is the score mapped through a calibration fitted on the rows whose labels have arrived (the
+window shifted back by ``label_delay``): isotonic regression by default (scores need only rank), the
+score itself with ``calibration: identity`` (scores that already are calibrated probabilities). One
+map for all rows, fitted on every labelled row: a row in several groups (indicator attributes
+overlap) has one probability.
+
+Whether that holds is checked per group on the same labelled rows (:func:`calibration_checks`):
+observed over expected positives with its interval, and the slope and intercept of the group's
+labels regressed on ``logit(q)`` (1 and 0 when the map fits the group). A group whose ratio interval
+lies outside ``[1 - tolerance, 1 + tolerance]``, or whose slope interval lies outside
+``[1 - 2 tolerance, 1 + 2 tolerance]``, fails: every estimate of a comparison it takes part in is
+``insufficient_data`` with that reason, never a violation. The assumptions (docs/nowcasting.md):
+labels missing at random given the score and the group, and no change in how scores relate to
+outcomes between the labelled rows and the newest ones.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+import metrics_core as mc
+from monitor.reading.frame import INPUT_PREFIX
+from monitor.sources.contract import WEIGHT
+
+__all__ = [
+    "LABEL",
+    "SCORE",
+    "CalibrationCheck",
+    "calibration_checks",
+    "calibration_map",
+    "distrust",
+    "soft_labelled",
+]
+
+#: The canonical frame's score and label columns.
+SCORE = INPUT_PREFIX + "y_score"
+LABEL = INPUT_PREFIX + "y_true"
+_EDGE = 1e-6  # probabilities kept inside (0, 1) for the logit
+
+
+@dataclass(frozen=True)
+class CalibrationCheck:
+    """How well the calibration fits one group's labelled rows."""
+
+    attribute: str
+    group: str
+    n: float  # labelled rows (weighted)
+    observed: float  # labelled positives
+    expected: float  # the sum of their calibrated probabilities
+    ratio: float  # observed / expected
+    ratio_lower: float
+    ratio_upper: float
+    slope: float  # of the labels on logit(q): 1 when the map fits the group
+    slope_lower: float
+    slope_upper: float
+    intercept: float
+    passed: bool
+    reason: str | None  # why it failed, or why it could not be checked
+
+
+def calibration_map(
+    score: np.ndarray, label: np.ndarray, weight: np.ndarray, method: Literal["isotonic", "identity"]
+) -> Callable[[np.ndarray], np.ndarray]:
+    """Scores -> calibrated probabilities, fitted on labelled rows (``identity``: the scores, in [0, 1])."""
+    if method == "identity":
+        return lambda s: np.clip(np.asarray(s, dtype=np.float64), 0.0, 1.0)
+    from sklearn.isotonic import IsotonicRegression  # only where a model nowcasts
+
+    fitted = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip")
+    fitted.fit(score, label, sample_weight=weight)
+    return lambda s: np.asarray(fitted.predict(np.asarray(s, dtype=np.float64)), dtype=np.float64)
+
+
+def soft_labelled(frame: pd.DataFrame, q: np.ndarray) -> pd.DataFrame:
+    """``frame`` (a window's canonical rows) with each unlabelled row split in two: label 1 weighing
+    its count times ``q``, label 0 weighing its count times ``1 - q``; labelled rows as they are."""
+    weight = frame[WEIGHT].to_numpy(dtype=np.float64) if WEIGHT in frame.columns else np.ones(len(frame))
+    label = frame[LABEL].to_numpy(dtype=np.float64)
+    pending = np.isnan(label)
+    known = frame.loc[~pending].assign(**{WEIGHT: weight[~pending]})
+    rest = frame.loc[pending]
+    positive = rest.assign(**{LABEL: 1.0, WEIGHT: weight[pending] * q[pending]})
+    negative = rest.assign(**{LABEL: 0.0, WEIGHT: weight[pending] * (1.0 - q[pending])})
+    soft: pd.DataFrame = pd.concat([known, positive, negative], ignore_index=True)
+    return soft
+
+
+def calibration_checks(
+    attrs: Sequence[mc.Attribute],
+    q: np.ndarray,
+    label: np.ndarray,
+    weight: np.ndarray,
+    *,
+    confidence: float,
+    tolerance: float,
+    min_samples: int,
+) -> list[CalibrationCheck]:
+    """Each compared group's and named reference's calibration on labelled rows (``q``, ``label``,
+    ``weight``: those rows, in the order ``attrs`` were built on)."""
+    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    q = np.clip(q, _EDGE, 1 - _EDGE)
+    out = []
+    for attr in attrs:
+        keys = {c.key: c.group for c in attr.comparisons}
+        keys |= {c.reference_key: c.reference for c in attr.comparisons if c.reference_key is not None}
+        for key, group in keys.items():
+            mask = np.asarray(attr.masks[key], dtype=bool)
+            out.append(
+                _check(attr.name, group, q[mask], label[mask], weight[mask], z, tolerance, min_samples)
+            )
+    return out
+
+
+def distrust(values: Sequence[mc.MetricValue], checks: Sequence[CalibrationCheck]) -> list[mc.MetricValue]:
+    """The estimates of comparisons whose group or named reference failed its calibration check:
+    ``insufficient_data``, no value, the check's reason."""
+    failed = {(c.attribute, c.group): c for c in checks if not c.passed}
+    out = []
+    for v in values:
+        check = failed.get((v.attribute, v.group)) or failed.get((v.attribute, v.reference))
+        if check is None:
+            out.append(v)
+            continue
+        nan = math.nan
+        reason = f"calibration of {check.group}: {check.reason}"
+        out.append(
+            replace(v, value=nan, ci_lower=nan, ci_upper=nan, state="insufficient_data", reason=reason)
+        )
+    return out
+
+
+def _check(
+    attribute: str,
+    group: str,
+    q: np.ndarray,
+    y: np.ndarray,
+    w: np.ndarray,
+    z: float,
+    tolerance: float,
+    min_samples: int,
+) -> CalibrationCheck:
+    n, observed, expected = float(w.sum()), float((w * y).sum()), float((w * q).sum())
+    nan = math.nan
+    if n < min_samples or observed <= 0 or observed >= n:
+        why = f"{n:.0f} labelled rows, {observed:.0f} positive: too few to check its calibration"
+        return CalibrationCheck(
+            attribute, group, n, observed, expected, nan, nan, nan, nan, nan, nan, nan, False, why
+        )
+    # observed positives given the probabilities: a sum of Bernoullis, variance sum q (1 - q)
+    spread = z * math.sqrt(float((w * q * (1 - q)).sum()))
+    ratio, lower, upper = observed / expected, (observed - spread) / expected, (observed + spread) / expected
+    slope, slope_se, intercept = _recalibration(q, y, w)
+    slope_lower, slope_upper = slope - z * slope_se, slope + z * slope_se
+    reasons = []
+    if not math.isfinite(slope_lower) or not math.isfinite(slope_upper):
+        reasons.append("its calibration slope cannot be fitted")
+    if upper < 1 - tolerance or lower > 1 + tolerance:
+        reasons.append(f"observed / expected positives {ratio:.2f} ({lower:.2f}-{upper:.2f})")
+    if slope_upper < 1 - 2 * tolerance or slope_lower > 1 + 2 * tolerance:
+        reasons.append(f"calibration slope {slope:.2f} ({slope_lower:.2f}-{slope_upper:.2f})")
+    return CalibrationCheck(
+        attribute,
+        group,
+        n,
+        observed,
+        expected,
+        ratio,
+        lower,
+        upper,
+        slope,
+        slope_lower,
+        slope_upper,
+        intercept,
+        not reasons,
+        "; ".join(reasons) or None,
+    )
+
+
+def _recalibration(q: np.ndarray, y: np.ndarray, w: np.ndarray) -> tuple[float, float, float]:
+    """The slope (with its standard error) and intercept of ``logit P(y) = a + b logit(q)``, weighted
+    maximum likelihood by Newton's method (from a = 0, b = 1: the map's own claim)."""
+    x = np.log(q / (1 - q))
+    design = np.column_stack([np.ones_like(x), x])
+    beta = np.array([0.0, 1.0])
+    info = np.eye(2)
+    for _ in range(25):
+        p = 1 / (1 + np.exp(-(design @ beta)))
+        gradient = design.T @ (w * (y - p))
+        info = (design * (w * p * (1 - p))[:, None]).T @ design
+        try:
+            step = np.linalg.solve(info, gradient)
+        except np.linalg.LinAlgError:
+            return math.nan, math.nan, math.nan
+        beta = beta + step
+        if float(np.abs(step).max()) < 1e-10:
+            break
+    try:
+        covariance = np.linalg.inv(info)
+    except np.linalg.LinAlgError:
+        return float(beta[1]), math.nan, float(beta[0])
+    return float(beta[1]), math.sqrt(max(float(covariance[1, 1]), 0.0)), float(beta[0])
