@@ -164,7 +164,7 @@ class _Families:
         self._values: dict[str, GaugeMetricFamily] = {}
         self._fixed = {
             f.suffix: GaugeMetricFamily(f.name, f"{f.help} {SCHEDULED}", labels=f.labels)
-            for f in (*series.COMPANIONS, *series.SIZE_FAMILIES)
+            for f in (*series.COMPANIONS, *series.SIZE_FAMILIES, *series.ESTIMATES, *series.CALIBRATION)
         }
 
     def fixed(self, family: Family) -> GaugeMetricFamily:
@@ -178,7 +178,10 @@ class _Families:
         return family
 
     def families(self) -> list[GaugeMetricFamily]:
-        return [*self._values.values(), *self._fixed.values()]
+        """Every family with samples; the values' companions and sizes always (a model's series)."""
+        optional = {f.suffix for f in (*series.ESTIMATES, *series.CALIBRATION)}
+        fixed = [f for suffix, f in self._fixed.items() if suffix not in optional or f.samples]
+        return [*self._values.values(), *fixed]
 
 
 def _metric_help(metric: str) -> str:
@@ -196,6 +199,22 @@ def _add_evaluation(families: _Families, model: str, evaluation: ModelEvaluation
         for model_value in window.model_values:
             _add_model_value(families, model, window.window, model_value)
         _add_sizes(families, model, window)
+        _add_nowcast(families, model, window)
+
+
+def _add_nowcast(families: _Families, model: str, w: WindowResult) -> None:
+    """``models[].nowcast``: the estimates, apart from the realised values, and the calibration checks."""
+    for v in w.estimates:
+        labels = [v.metric, model, w.window, v.attribute, v.group, v.reference]
+        for family in series.ESTIMATES:
+            raw = getattr(v, family.field)
+            families.fixed(family).add_metric(
+                labels, STATE_CODES[raw] if family is series.ESTIMATE_STATE else raw
+            )
+    for check in w.calibration:
+        labels = [model, w.window, check.attribute, check.group]
+        for family in series.CALIBRATION:
+            families.fixed(family).add_metric(labels, float(getattr(check, family.field)))
 
 
 def _add_value(families: _Families, model: str, window: str, v: MetricValue) -> None:

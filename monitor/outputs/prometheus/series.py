@@ -24,8 +24,10 @@ __all__ = [
     "ALERTS",
     "ALERT_LABELS",
     "ATTRIBUTE_LABELS",
+    "CALIBRATION",
     "COMPANIONS",
     "COMPANION_LABELS",
+    "ESTIMATES",
     "FAMILY_PREFIX",
     "GROUP_LABELS",
     "MODEL_LABELS",
@@ -152,6 +154,66 @@ SIZE_FAMILIES = (
     WINDOW_LABEL_COVERAGE,
     GROUPS_DROPPED,
     GROUP_MISSING_ROWS,
+)
+
+#: models[].nowcast: label metrics estimated from the scores while the labels are pending - their own
+#: families, never the realised series - and each group's calibration on the labelled rows.
+ESTIMATE = Family(
+    "estimate",
+    "A label metric of the window estimated from calibrated scores, its labels pending (docs/nowcasting.md); "
+    "NaN: undefined, or its group's calibration failed (see fairwatch_calibration_passed).",
+    COMPANION_LABELS,
+    field="value",
+)
+ESTIMATE_CI_LOWER = Family(
+    "estimate_ci_lower", "Lower bound of the estimate's interval.", COMPANION_LABELS, field="ci_lower"
+)
+ESTIMATE_CI_UPPER = Family(
+    "estimate_ci_upper", "Upper bound of the estimate's interval.", COMPANION_LABELS, field="ci_upper"
+)
+ESTIMATE_STATE = Family(
+    "estimate_state",
+    f"State of the estimate against its fair range: {_STATE_HELP}.",
+    COMPANION_LABELS,
+    field="state",
+)
+ESTIMATES = (ESTIMATE, ESTIMATE_CI_LOWER, ESTIMATE_CI_UPPER, ESTIMATE_STATE)
+CALIBRATION_RATIO = Family(
+    "calibration_ratio",
+    "Observed over expected positives of the group's labelled rows under the nowcast's calibration (1: fits).",
+    GROUP_LABELS,
+    field="ratio",
+)
+CALIBRATION_RATIO_LOWER = Family(
+    "calibration_ratio_lower",
+    "Lower bound of the calibration ratio's interval.",
+    GROUP_LABELS,
+    field="ratio_lower",
+)
+CALIBRATION_RATIO_UPPER = Family(
+    "calibration_ratio_upper",
+    "Upper bound of the calibration ratio's interval.",
+    GROUP_LABELS,
+    field="ratio_upper",
+)
+CALIBRATION_SLOPE = Family(
+    "calibration_slope",
+    "Slope of the group's labels regressed on logit(calibrated probability) (1: fits).",
+    GROUP_LABELS,
+    field="slope",
+)
+CALIBRATION_PASSED = Family(
+    "calibration_passed",
+    "1 when the group's calibration check passed (its estimates are judged), else 0.",
+    GROUP_LABELS,
+    field="passed",
+)
+CALIBRATION = (
+    CALIBRATION_RATIO,
+    CALIBRATION_RATIO_LOWER,
+    CALIBRATION_RATIO_UPPER,
+    CALIBRATION_SLOPE,
+    CALIBRATION_PASSED,
 )
 
 ALERTS = Family(
