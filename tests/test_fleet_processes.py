@@ -184,7 +184,8 @@ def test_three_sidecars_and_a_central_equal_one_evaluation_of_their_logs(
     fleet.sidecars["pod-b"].stop()
     fleet.sidecars["pod-b"].start()
     fleet.wait_published("pod-b", after=before)
-    assert not list(fleet.store.glob("loans/*/pod-b/.*.arrow.*.tmp"))  # a write cut short is cleared
+    if fleet.database is None:  # a write cut short is cleared (a database has no half writes)
+        assert not list(fleet.store.glob("loans/*/pod-b/.*.arrow.*.tmp"))
 
     central = _config(tmp_path / "central.yaml", _model({"kind": "published", "url": fleet.url}), 0)
     union_glob = str(tmp_path / "pods" / "*" / "predictions-*.jsonl")

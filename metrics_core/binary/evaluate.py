@@ -48,6 +48,7 @@ def evaluate(
     adjust: Adjustment = "none",
     family_size: int | None = None,
     method: Method = "fixed",
+    anchors: Mapping[str, float] | None = None,
 ) -> Report:
     """Compute, bound and judge every requested metric for every comparison.
 
@@ -83,6 +84,9 @@ def evaluate(
         ``"anytime"``: the count-based metrics' intervals are confidence sequences, valid however
         often the same growing stream is judged (:mod:`metrics_core.stats.sequences`); the AUC
         family and the standardized mean difference keep their fixed-sample intervals.
+    anchors : mapping, optional
+        The model-level values fair ranges are relative to (``overall_auc``), when the table is not
+        the whole window (a comparison judged on its own rows); default: this table's.
 
     Examples
     --------
@@ -111,7 +115,8 @@ def evaluate(
     # Model-level values a fair range is relative to (the overall AUC) anchor the group metrics'
     # ranges: they are computed first, and reported whenever their inputs are there.
     model: list[ModelValue] = [v for s in _anchors(has_scores) for v in s.statistic(window, {}, ())]
-    anchor_values = {v.metric: v.value for v in model}
+    # ``anchors``: another table's (a comparison judged on its own rows takes its window's)
+    anchor_values = dict(anchors) if anchors is not None else {v.metric: v.value for v in model}
 
     group_specs = [s for s in specs if s.level == "group"]
     parts = {s.name: _Part(s, window, ranges[s.name], anchor_values, min_samples) for s in group_specs}

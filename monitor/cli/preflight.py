@@ -74,7 +74,23 @@ def check_sources(settings: Settings) -> list[SourceCheck]:
                     f"{where}.source", model.labels.source, {f"models[{i}].{k}": v for k, v in named.items()}
                 )
             )
+        if model.publish is not None:
+            checks.append(_publish_check(f"models[{i}].publish", model))
     return checks
+
+
+def _publish_check(where: str, model: ModelConfig) -> SourceCheck:
+    """Whether a publisher reaches its store (the first publication creates what is missing)."""
+    from monitor.sources.published.store import open_store
+
+    assert model.publish is not None
+    store = open_store(model.publish.url, model.name, f"{where}.url")
+    what = f"the store model {model.name!r} publishes to: {store.describe()}"
+    try:
+        problem = store.check(publishing=True)
+    finally:
+        store.close()
+    return SourceCheck(where, what, (), () if problem is None else (f"{where}.url: {problem}",))
 
 
 def _published_check(where: str, model: ModelConfig) -> SourceCheck:

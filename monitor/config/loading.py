@@ -210,17 +210,18 @@ def _resolve_relative_paths(settings: Settings, base: Path) -> Settings:
     directories of ``publish.url`` and published sources are relative to the config file, as users
     expect."""
 
+    def database_file(url: str | None) -> str | None:
+        """``url`` with its relative database file made relative to the config file (else None)."""
+        for scheme in ("sqlite:///", "duckdb:///"):
+            rel = (url or "").removeprefix(scheme)
+            if rel != url and rel and rel != ":memory:" and not rel.startswith(("/", "file:", "?", "md:")):
+                return scheme + str((base / rel).resolve())
+        return None
+
     def fix(src: SourceConfig) -> SourceConfig:
         update: dict[str, Any] = {}
-        for scheme in ("sqlite:///", "duckdb:///"):
-            rel = (src.url or "").removeprefix(scheme)
-            if (
-                rel != src.url
-                and rel
-                and rel != ":memory:"
-                and not rel.startswith(("/", "file:", "?", "md:"))
-            ):
-                update["url"] = scheme + str((base / rel).resolve())
+        if (resolved := database_file(src.url)) is not None:
+            update["url"] = resolved
         if src.kind == "published" and src.url and not _URI.match(src.url) and not os.path.isabs(src.url):
             update["url"] = str(base / src.url)  # a store directory
         path = src.path if src.path and not _URI.match(src.path) else None  # s3a://, hdfs://: as written
@@ -238,6 +239,8 @@ def _resolve_relative_paths(settings: Settings, base: Path) -> Settings:
         publish = m.publish
         if publish and not _URI.match(publish.url) and not os.path.isabs(publish.url):
             publish = publish.model_copy(update={"url": str(base / publish.url)})
+        elif publish and (resolved := database_file(publish.url)) is not None:  # sqlite:///fleet.db
+            publish = publish.model_copy(update={"url": resolved})
         update: dict[str, Any] = {"source": fix(m.source), "labels": labels, "options": options}
         update |= {"panes": panes, "publish": publish}
         models.append(m.model_copy(update=update))

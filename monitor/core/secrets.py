@@ -38,6 +38,9 @@ SECRET_KEYS = frozenset(
         "client_secret",
         "token",
         "access_token",
+        "secret_key",  # pyarrow's s3:// URLs
+        "session_token",
+        "secret_access_key",
         "auth_token",
         "api_key",
         "apikey",

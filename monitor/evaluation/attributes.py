@@ -10,6 +10,8 @@ import pandas as pd
 
 import metrics_core as mc
 from monitor.config import GroupConfig
+from monitor.reading.frame import WEIGHT_SQUARES
+from monitor.sources.contract import WEIGHT
 
 __all__ = ["AbsentReference", "attributes", "group_codes"]
 
@@ -129,3 +131,48 @@ def _group_name(value: object) -> str | None:
 def _renamed(attr: mc.Attribute, name: str) -> mc.Attribute:
     comparisons = tuple(replace(c, attribute=name) for c in attr.comparisons)
     return replace(attr, name=name, comparisons=comparisons)
+
+
+def comparison_sample(
+    frame: pd.DataFrame, attr: mc.Attribute, comparison: mc.Comparison
+) -> tuple[pd.DataFrame, mc.Attribute]:
+    """A sampling-weighted window for one comparison: the group's weights and the reference's each
+    scaled to their own Kish effective sample size (``sum w / sum w^2``: they then add up to
+    ``(sum w)^2 / sum w^2``), every other row's by the window's; the attribute narrowed to that
+    comparison.
+
+    A side's weighted rates, AUCs and ratios are unchanged by a factor common to its rows; its
+    intervals and ``min_samples`` read the weights as counts, and so see the side's effective sample
+    (a denominator within it, such as the side's positives, shares the side's design effect).
+    Statistics of the whole window - the standard deviation of every score that scales the
+    standardized mean difference - weigh the sides by their effective samples: exact where the
+    design effect is the same throughout the window."""
+    group = np.asarray(attr.masks[comparison.key], dtype=bool)
+    if comparison.reference_key is not None:
+        reference = np.asarray(attr.masks[comparison.reference_key], dtype=bool)
+    elif comparison.universe is None:  # the background: every other row of the window
+        reference = ~group
+    else:  # the rest: the attribute's other named groups
+        reference = np.zeros(len(frame), dtype=bool)
+        for key in comparison.universe:
+            reference |= np.asarray(attr.masks[key], dtype=bool)
+        reference &= ~group
+    weight = frame[WEIGHT].to_numpy(dtype=np.float64)
+    squares = frame[WEIGHT_SQUARES].to_numpy(dtype=np.float64)
+    scale = np.where(
+        group,
+        _kish_scale(weight[group], squares[group]),
+        np.where(reference, _kish_scale(weight[reference], squares[reference]), _kish_scale(weight, squares)),
+    )
+    part = frame.assign(**{WEIGHT: weight * scale})
+    keys = [comparison.key, *([comparison.reference_key] if comparison.reference_key else [])]
+    masks = {
+        key: np.asarray(attr.masks[key], dtype=bool)
+        for key in dict.fromkeys([*keys, *(comparison.universe or ())])
+    }
+    return part, mc.Attribute(attr.name, attr.kind, masks, (comparison,))
+
+
+def _kish_scale(weight: np.ndarray, squares: np.ndarray) -> float:
+    total = float(squares.sum())
+    return float(weight.sum()) / total if total > 0 else 1.0

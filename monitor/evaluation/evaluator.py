@@ -15,6 +15,7 @@ from :data:`monitor.tasks.TASKS`.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -30,7 +31,7 @@ import metrics_core as mc
 from monitor.config import ModelConfig
 from monitor.core.errors import ConfigError
 from monitor.core.suggest import did_you_mean
-from monitor.evaluation.attributes import AbsentReference, attributes
+from monitor.evaluation.attributes import AbsentReference, attributes, comparison_sample
 from monitor.evaluation.nowcast import (
     LABEL,
     SCORE,
@@ -42,6 +43,7 @@ from monitor.evaluation.nowcast import (
 )
 from monitor.evaluation.results import GroupStats, ModelEvaluation, WindowResult
 from monitor.reading.frame import (
+    WEIGHT_SQUARES,
     WindowMasks,
     clean_rows,
     columns_for_frame,
@@ -226,11 +228,9 @@ class Evaluator:
         flagged: frozenset[str],
     ) -> WindowResult:
         """One window; ``model`` has the columns this evaluation's log has (see ``columns_for_frame``)."""
-        outcome = effective_sample(frame.loc[within(span.start, span.end)])
+        outcome = frame.loc[within(span.start, span.end)]
         same = span.start == span.label_start and span.end == span.label_end
-        labeled_rows = (
-            outcome if same else effective_sample(frame.loc[within(span.label_start, span.label_end)])
-        )
+        labeled_rows = outcome if same else frame.loc[within(span.label_start, span.label_end)]
         specs = metrics_for(model)
         outcome_specs = [s.name for s in specs if "y_true" not in s.requires]
         label_specs = [s.name for s in specs if "y_true" in s.requires]
@@ -319,11 +319,12 @@ class Evaluator:
         return distrust(report.values, checks), checks
 
     def _attributes(self, frame: pd.DataFrame, flagged: frozenset[str]) -> list[mc.Attribute]:
+        # sampling weights: a group's min_size and rank among max_groups by its effective sample
         return attributes(
             self.model.groups,
             frame,
             max_groups=self.model.max_groups,
-            weight=weights(frame),
+            weight=weights(effective_sample(frame)),
             flagged=flagged,
             absent=self._absent_reference,
         )
@@ -372,7 +373,25 @@ class Evaluator:
             family_size=max(1, n_alerting * max(1, n_comparisons)),
             method=self.method,
         )
-        return TASKS[model.task].evaluate(task_data(frame), attrs, request), attrs
+        task = TASKS[model.task]
+        if WEIGHT_SQUARES not in frame.columns:
+            return task.evaluate(task_data(frame), attrs, request), attrs
+        # sampling weights: the model values on the window's effective sample; each comparison on its
+        # own rows, its group and its reference each on its own effective sample
+        whole = task.evaluate(task_data(effective_sample(frame)), attrs, request)
+        # the fair ranges relative to the window's overall AUC; a step-down (holm) over the whole family
+        # would need every value at once: bonferroni, its single-step bound
+        anchors = {v.metric: v.value for v in whole.model}
+        adjust = "bonferroni" if request.adjust == "holm" else request.adjust
+        request = dataclasses.replace(request, anchors=anchors, adjust=adjust)
+        values = [
+            value
+            for attr in attrs
+            for comparison in attr.comparisons
+            for part, one in [comparison_sample(frame, attr, comparison)]
+            for value in task.evaluate(task_data(part), [one], request).values
+        ]
+        return dataclasses.replace(whole, values=tuple(values)), attrs
 
     def _group_stats(
         self,

@@ -38,7 +38,7 @@ import pandas as pd
 from scipy import stats
 
 import metrics_core as mc
-from monitor.reading.frame import INPUT_PREFIX
+from monitor.reading.frame import INPUT_PREFIX, WEIGHT_SQUARES
 from monitor.sources.contract import WEIGHT
 
 __all__ = [
@@ -100,6 +100,10 @@ def soft_labelled(frame: pd.DataFrame, q: np.ndarray) -> pd.DataFrame:
     rest = frame.loc[pending]
     positive = rest.assign(**{LABEL: 1.0, WEIGHT: weight[pending] * q[pending]})
     negative = rest.assign(**{LABEL: 0.0, WEIGHT: weight[pending] * (1.0 - q[pending])})
+    if WEIGHT_SQUARES in frame.columns:  # sampling weights: a fraction of a row, a fraction of its w^2
+        squares = frame.loc[pending, WEIGHT_SQUARES].to_numpy(dtype=np.float64)
+        positive[WEIGHT_SQUARES] = squares * q[pending]
+        negative[WEIGHT_SQUARES] = squares * (1.0 - q[pending])
     soft: pd.DataFrame = pd.concat([known, positive, negative], ignore_index=True)
     return soft
 

@@ -98,12 +98,14 @@ def clean_rows(
         raise SourceError(f"column(s) {missing} missing from the source; it has {list(frame.columns)}")
     if cols.model:
         frame = frame.loc[frame[cols.model].astype("string") == model.name]
-    weight = frame[WEIGHT].to_numpy(dtype=np.float64) if counted else None
+    counts = frame[WEIGHT].to_numpy(dtype=np.float64) if counted else None
+    # bad rows are counted as rows of the log, whatever their weight (as a source counts the rows
+    # whose time it cannot read); each row counts as its weight in every value
+    rows = Rows(frame, counts)
     given = _given_weights(frame, model)
-    if given is not None:  # each row counts as its weight; a row whose weight is unusable, as one row
-        weight = (np.ones(len(frame)) if weight is None else weight) * given[0]
-    rows = Rows(frame, weight)
+    weight = counts
     if given is not None:
+        weight = (np.ones(len(frame)) if counts is None else counts) * given[0]
         rows.reject(given[1], "weight_invalid")
     task.clean(rows, model)
     out = pd.DataFrame(_input_columns(rows.inputs), index=frame.index)

@@ -133,9 +133,9 @@ class Publisher:
     def _resume(self, fingerprint: str) -> None:
         """What this publisher (a previous process of it) published: a pane counts as sealed only if
         it was published after it was sealed; panes of another size (the config changed) are removed."""
+        stored = self.store.own_panes(fingerprint, self.name)  # a failure: resumed at the next tick
         self._fingerprint = fingerprint
         self._checked_at = None  # the sealed panes' totals are checked at once
-        stored = self.store.own_panes(fingerprint, self.name)
         other = [p.pane for p in stored if p.size != self.size]
         if other:
             self.store.remove(fingerprint, self.name, other)

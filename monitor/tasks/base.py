@@ -172,6 +172,9 @@ class WindowRequest:
     adjust: mc.Adjustment = "none"  # multiplicity adjustment of the alerting values (alerts.adjust)
     family_size: int | None = None  # alerting values the adjustment covers (the whole window's)
     method: mc.Method = "fixed"  # fixed-sample intervals or anytime-valid sequences (alerts.method)
+    # the window's model values fair ranges are relative to (the overall AUC), when the data is a part
+    # of the window (a comparison on its own rows); default: computed from the data
+    anchors: Mapping[str, float] | None = None
 
 
 class WindowEvaluator(Protocol):

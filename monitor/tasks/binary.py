@@ -95,6 +95,7 @@ class ScoreTableEvaluator:
             adjust=request.adjust,
             family_size=request.family_size,
             method=request.method,
+            anchors=request.anchors,
         )
 
 

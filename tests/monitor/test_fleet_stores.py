@@ -8,7 +8,10 @@ removing the publishers long gone, a pane that cannot be read - is run on each.
 
 from __future__ import annotations
 
+import json
 import logging
+import sqlite3
+import time
 import uuid
 from collections.abc import Iterator
 from datetime import timedelta
@@ -146,7 +149,7 @@ def test_a_pane_that_cannot_be_read_is_not_counted_and_the_rest_are(
 def _damage(store: str, published: Any, where: str) -> None:
     """Overwrite one stored pane with bytes that are no Arrow file."""
     if store.startswith(("sqlite", "postgresql")):
-        publisher, start = __import__("json").loads(where)
+        publisher, start = json.loads(where)
         engine = sa.create_engine(store)
         with engine.begin() as conn:
             conn.execute(
@@ -187,3 +190,136 @@ def test_a_database_store_that_cannot_be_reached_fails_the_tick_and_shows_no_pas
         evaluators["tox"].evaluate(NOW)
     assert "password authentication failed" in str(failure.value)
     assert "not-the-secret-123" not in str(failure.value)
+
+
+# --- found by review: each failed before its fix ------------------------------------------------
+
+
+def test_a_pane_published_again_at_the_same_time_with_the_same_total_is_read_again(
+    tmp_path: Path, store: str
+) -> None:
+    """Labels written into a pod's rows of its open panes (09:00-12:00) and the sidecar run again at
+    the same instant: the panes' row totals and publication times are what they were, their counts
+    are not."""
+    frame = dirty_log()
+    since = (NOW - timedelta(hours=3)).strftime("%Y-%m-%dT%H:%M")
+    url = _logs(tmp_path, frame)[0]
+    sidecar = _model(_table(url), publish={"url": store, "publisher": "pod-a"})
+    with build_evaluators(_settings(_central(store))) as central:
+        _evaluate(sidecar, NOW)
+        central["tox"].evaluate(NOW)
+        with sqlite3.connect(url.removeprefix("sqlite:///")) as conn:
+            assert (
+                conn.execute(
+                    "UPDATE predictions SET label = 1 - label WHERE label IN (0, 1) AND ts >= ?", (since,)
+                ).rowcount
+                > 100
+            )
+        _evaluate(sidecar, NOW)  # a new process: every pane published again, same time, same totals
+        fleet = central["tox"].evaluate(NOW)
+    assert comparable(fleet) == comparable(_evaluate(_model(_table(url)), NOW))
+
+
+def test_a_publisher_back_while_the_cleanup_runs_keeps_what_it_writes(
+    tmp_path: Path, store: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A peer's cleanup decided pod-x was gone; pod-x published again before the cleanup deleted
+    anything: its new heartbeat and panes stay."""
+    urls = _logs(tmp_path, dirty_log())
+    old = NOW - timedelta(days=3)
+    pod_x = _model(_table(urls[2]), publish={"url": store, "publisher": "pod-x"})
+    _evaluate(pod_x, old)
+    cleaner = open_store(store, "tox", "publish.url")
+    shape = count_request(_settings(_central(store)).models[0], ())
+    fingerprint = request_fingerprint(shape)
+
+    def back_meanwhile(decided: Any) -> Any:
+        def decide(*args: Any, **kwargs: Any) -> Any:
+            chosen = decided(*args, **kwargs)
+            _evaluate(pod_x, NOW)  # pod-x is back: heartbeat, then its panes
+            return chosen
+
+        return decide
+
+    where = "_silent" if hasattr(cleaner, "_silent") else "_beats"
+    monkeypatch.setattr(cleaner, where, back_meanwhile(getattr(cleaner, where)))
+    try:
+        cleaner.expire("pod-a", NOW - timedelta(hours=10))
+        monkeypatch.undo()
+        assert "pod-x" in cleaner.heartbeats(fingerprint)
+        assert cleaner.pane_starts(fingerprint, "pod-x")
+    finally:
+        cleaner.close()
+    fleet = _evaluate(_central(store), NOW)
+    assert comparable(fleet) == comparable(_evaluate(_model(_table(urls[2])), NOW))
+
+
+def test_a_failed_first_read_of_its_own_panes_is_tried_again(
+    tmp_path: Path, store: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A restarted publisher whose store fails once: the next tick still resumes from what is there
+    (it published 3 open panes, not every pane again)."""
+    url = _logs(tmp_path, dirty_log())[0]
+    sidecar = _model(_table(url), publish={"url": store, "publisher": "pod-a"})
+    _evaluate(sidecar, NOW)
+    with build_evaluators(_settings(sidecar)) as evaluators:
+        publisher = evaluators["tox"].publisher
+        assert publisher is not None
+        own, calls = publisher.store.own_panes, []
+
+        def failing_once(*args: Any) -> Any:
+            calls.append(args)
+            if len(calls) == 1:
+                raise SourceError("the store is down")
+            return own(*args)
+
+        monkeypatch.setattr(publisher.store, "own_panes", failing_once)
+        with pytest.raises(SourceError, match="the store is down"):
+            evaluators["tox"].evaluate(NOW)
+        assert evaluators["tox"].evaluate(NOW).published_panes == 3 and len(calls) == 2
+
+
+def test_a_locked_database_store_fails_the_tick_in_bounded_time(
+    tmp_path: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from monitor.sources.published import database
+
+    monkeypatch.setattr(database, "_TIMEOUT", 1.0)
+    url = _logs(tmp_path, dirty_log())[0]
+    sidecar = _model(_table(url), publish={"url": postgres_url, "publisher": "pod-a"})
+    _evaluate(sidecar, NOW)  # the tables exist
+    engine = sa.create_engine(postgres_url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(sa.text("LOCK TABLE fairwatch_published_panes IN ACCESS EXCLUSIVE MODE"))
+            started = time.monotonic()
+            with (
+                build_evaluators(_settings(sidecar)) as evaluators,
+                pytest.raises(SourceError, match="timeout"),
+            ):
+                evaluators["tox"].evaluate(NOW + timedelta(minutes=1))
+            assert time.monotonic() - started < 8
+    finally:
+        engine.dispose()
+
+
+def test_store_urls_are_checked_and_their_secrets_never_shown(tmp_path: Path) -> None:
+    from monitor.config import load_settings
+    from monitor.core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"publish\.url: cannot open the store") as bad_port:
+        open_store("postgresql+psycopg://fw:hunter2-secret@db:notaport/x", "tox", "publish.url")
+    assert "hunter2-secret" not in str(bad_port.value)
+    with pytest.raises(ConfigError) as s3:
+        open_store("s3://bucket/x?region=us-east-1&secret_key=hunter2-secret&bogus=1", "tox", "publish.url")
+    assert "hunter2-secret" not in str(s3.value)
+    # a relative SQLite store is the config file's, for the publishers as for the central
+    config = tmp_path / "conf" / "fairwatch.yaml"
+    config.parent.mkdir()
+    model = _model(_table("sqlite:///log.db"), publish={"url": "sqlite:///fleet.db", "publisher": "p"})
+    central = _model({"kind": "published", "url": "sqlite:///fleet.db"}) | {"name": "central"}
+    config.write_text(json.dumps({"models": [model, central]}))
+    settings = load_settings(str(config))
+    store = str(config.parent.resolve() / "fleet.db")
+    assert settings.models[0].publish is not None and settings.models[0].publish.url == f"sqlite:///{store}"
+    assert settings.models[1].source.url == f"sqlite:///{store}"

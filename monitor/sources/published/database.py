@@ -29,6 +29,7 @@ import logging
 import math
 import os
 import socket
+import uuid
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
@@ -66,6 +67,7 @@ PANES = sa.Table(
     sa.Column("pane_end", sa.BigInteger, nullable=False),
     sa.Column("row_total", sa.BigInteger, nullable=False),
     sa.Column("published_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("version", sa.String(32), nullable=False),  # new at every write: what a reader compares
     sa.Column("counts", sa.LargeBinary, nullable=False),  # an Arrow IPC file, the pane's facts inside
 )
 #: One row per publisher: its heartbeat.
@@ -100,7 +102,7 @@ class PaneTable:
         """The database ``url`` names (``key``: the setting, named in errors)."""
         try:
             return cls(url, model, key)
-        except (sa.exc.ArgumentError, sa.exc.NoSuchModuleError, ImportError) as exc:
+        except (sa.exc.ArgumentError, sa.exc.NoSuchModuleError, ImportError, ValueError) as exc:
             raise ConfigError(f"{key}: cannot open the store {mask_url(url)}: {exc}") from None
 
     def describe(self) -> str:
@@ -109,10 +111,10 @@ class PaneTable:
     def close(self) -> None:
         self._engine.dispose()
 
-    def check(self) -> str | None:
+    def check(self, *, publishing: bool = False) -> str | None:
         try:
             with self._engine.connect() as conn:
-                if not sa.inspect(conn).has_table(PANES.name):
+                if not publishing and not sa.inspect(conn).has_table(PANES.name):
                     return f"no table {PANES.name} in {self._shown} yet (the first publisher creates it)"
         except sa.exc.SQLAlchemyError as exc:
             return f"cannot be read: {self._cause(exc)}"
@@ -138,6 +140,7 @@ class PaneTable:
             "pane_end": int((pane + size).timestamp()),
             "row_total": meta["rows"],
             "published_at": published_at.astimezone(UTC),
+            "version": uuid.uuid4().hex,
             "counts": counts,
         }
         with self._failing("a pane cannot be published"), self._writing() as conn:
@@ -191,38 +194,51 @@ class PaneTable:
 
     def expire(self, keep: str, before: datetime) -> list[str]:
         cutoff = before.astimezone(UTC)
-        latest = sa.func.max(PANES.c.published_at)
         with self._failing("cannot be cleaned up"), self._writing() as conn:
-            # the publishers whose heartbeat is older - or, without one, whose newest pane is
-            old = conn.execute(
-                sa.select(PUBLISHERS.c.fingerprint, PUBLISHERS.c.publisher).where(
-                    PUBLISHERS.c.model == self.model,
-                    PUBLISHERS.c.publisher != keep,
-                    PUBLISHERS.c.published_at < cutoff,
-                )
-            ).all()
-            silent = sa.select(PUBLISHERS.c.publisher).where(
-                PUBLISHERS.c.model == self.model,
-                PUBLISHERS.c.fingerprint == PANES.c.fingerprint,
-                PUBLISHERS.c.publisher == PANES.c.publisher,
-            )
-            orphans = conn.execute(
-                sa.select(PANES.c.fingerprint, PANES.c.publisher)
-                .where(PANES.c.model == self.model, PANES.c.publisher != keep, ~sa.exists(silent))
-                .group_by(PANES.c.fingerprint, PANES.c.publisher)
-                .having(latest < cutoff)
-            ).all()
-            for fingerprint, publisher in {*old, *orphans}:
+            # the heartbeats older than the cutoff, deleted only while still older (a publisher back
+            # from its silence just now keeps its heartbeat: the delete's condition sees its write, or
+            # waits for it); in a fixed order, so two publishers cleaning up at once take their locks alike
+            gone = set()
+            for fingerprint, publisher in sorted(self._silent(conn, keep, cutoff)):
                 key = self._key(fingerprint, publisher)
-                # in the same transaction: a publisher back from its silence just now keeps its panes
-                back = PUBLISHERS.c.published_at >= cutoff
-                if conn.execute(
-                    sa.select(PUBLISHERS.c.publisher).where(_matching(PUBLISHERS, key), back)
-                ).first():
-                    continue
-                conn.execute(PANES.delete().where(_matching(PANES, key)))
-                conn.execute(PUBLISHERS.delete().where(_matching(PUBLISHERS, key)))
-        return sorted({publisher for _, publisher in {*old, *orphans}})
+                still_old = conn.execute(
+                    PUBLISHERS.delete().where(_matching(PUBLISHERS, key), PUBLISHERS.c.published_at < cutoff)
+                ).rowcount
+                heard = conn.execute(
+                    sa.select(PUBLISHERS.c.publisher).where(_matching(PUBLISHERS, key))
+                ).first()
+                if not still_old and heard is not None:
+                    continue  # published again meanwhile
+                # its panes written before the cutoff: a pane written since is a live publisher's
+                removed = conn.execute(
+                    PANES.delete().where(_matching(PANES, key), PANES.c.published_at < cutoff)
+                ).rowcount
+                if still_old or removed:
+                    gone.add(publisher)
+        return sorted(gone)
+
+    def _silent(self, conn: sa.Connection, keep: str, cutoff: datetime) -> set[tuple[str, str]]:
+        """(fingerprint, publisher) of the heartbeats older than ``cutoff`` and of panes without a
+        heartbeat whose newest was published before it - never ``keep``'s."""
+        old = conn.execute(
+            sa.select(PUBLISHERS.c.fingerprint, PUBLISHERS.c.publisher).where(
+                PUBLISHERS.c.model == self.model,
+                PUBLISHERS.c.publisher != keep,
+                PUBLISHERS.c.published_at < cutoff,
+            )
+        ).all()
+        heartbeat = sa.select(PUBLISHERS.c.publisher).where(
+            PUBLISHERS.c.model == self.model,
+            PUBLISHERS.c.fingerprint == PANES.c.fingerprint,
+            PUBLISHERS.c.publisher == PANES.c.publisher,
+        )
+        orphans = conn.execute(
+            sa.select(PANES.c.fingerprint, PANES.c.publisher)
+            .where(PANES.c.model == self.model, PANES.c.publisher != keep, ~sa.exists(heartbeat))
+            .group_by(PANES.c.fingerprint, PANES.c.publisher)
+            .having(sa.func.max(PANES.c.published_at) < cutoff)
+        ).all()
+        return {(str(f), str(p)) for f, p in (*old, *orphans)}
 
     # -- reading ----------------------------------------------------------------------------------
 
@@ -249,16 +265,13 @@ class PaneTable:
     def listing(self, fingerprint: str) -> list[Listed]:
         c = PANES.c
         statement = (
-            sa.select(c.publisher, c.pane_start, c.published_at, c.row_total)
+            sa.select(c.publisher, c.pane_start, c.version)
             .where(c.model == self.model, c.fingerprint == fingerprint)
             .order_by(c.publisher, c.pane_start)
         )
         with self._failing("cannot be listed"), self._reading() as conn:
             rows = [] if conn is None else conn.execute(statement).all()
-        return [
-            Listed(r.publisher, json.dumps([r.publisher, r.pane_start]), (_utc(r.published_at), r.row_total))
-            for r in rows
-        ]
+        return [Listed(r.publisher, json.dumps([r.publisher, r.pane_start]), r.version) for r in rows]
 
     def read(self, listed: Listed, fingerprint: str) -> PublishedPane | None:
         publisher, start = json.loads(listed.where)
@@ -331,10 +344,22 @@ class PaneTable:
 
 
 def _engine_options(url: sa.URL) -> dict[str, Any]:
-    """Bounded waits: a silent network or a held lock fails this tick, not the scheduler."""
+    """Bounded waits: a silent network, a held lock or a slow statement fails this tick (the next one
+    tries again), never the scheduler: PostgreSQL's connect, statement and lock timeouts and TCP
+    keepalives (a peer gone without a word); SQLite's wait for a locked file."""
     backend = url.get_backend_name()
-    if backend == "postgresql" and "connect_timeout" not in url.query:
-        return {"connect_args": {"connect_timeout": math.ceil(_TIMEOUT)}}
+    seconds = math.ceil(_TIMEOUT)
+    if backend == "postgresql":
+        options = {
+            "connect_timeout": seconds,
+            "options": f"-c statement_timeout={seconds * 1000} -c lock_timeout={seconds * 1000}",
+            "keepalives": 1,
+            "keepalives_idle": seconds,
+            "keepalives_interval": 5,
+            "keepalives_count": 3,
+            "tcp_user_timeout": 3 * seconds * 1000,
+        }
+        return {"connect_args": {k: v for k, v in options.items() if k not in url.query}}
     if backend == "sqlite" and "timeout" not in url.query:
         return {"connect_args": {"timeout": _TIMEOUT}}
     return {}

@@ -37,7 +37,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from monitor.core.errors import ConfigError, SourceError
-from monitor.core.secrets import mask_url
+from monitor.core.secrets import mask, mask_url, url_secrets
 from monitor.sources.count_files import decode_frame, encode_frame, folder_name, is_partial, write_table
 from monitor.sources.published.store import (
     META,
@@ -87,7 +87,9 @@ class PaneDirectory:
         try:
             fs, root = pafs.FileSystem.from_uri(url)
         except (pa.ArrowException, ValueError, OSError) as exc:
-            reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+            reason = mask(
+                str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__, url_secrets(url)
+            )
             raise ConfigError(f"{key}: cannot open the store {mask_url(url)}: {reason}") from None
         return cls(fs, root, model, mask_url(url.split("?")[0]))
 
@@ -97,12 +99,12 @@ class PaneDirectory:
     def close(self) -> None:
         pass  # nothing held between calls
 
-    def check(self) -> str | None:
+    def check(self, *, publishing: bool = False) -> str | None:
         try:
             info = self.fs.get_file_info(self.root)
         except OSError as exc:
             return f"cannot be read: {_reason(exc)}"
-        if info.type == pafs.FileType.NotFound:
+        if info.type == pafs.FileType.NotFound and not publishing:  # a publisher makes it
             return f"no directory {self.root} (the store publishers write to)"
         return None
 
@@ -141,12 +143,20 @@ class PaneDirectory:
             self._put(path, lambda sink: sink.write(data))
 
     def last_beat(self, fingerprint: str, publisher: str) -> LastBeat | None:
+        path = _join(self._publisher_folder(fingerprint, publisher), HEARTBEAT)
         try:
-            path = _join(self._publisher_folder(fingerprint, publisher), HEARTBEAT)
-            beat = json.loads(self._bytes(path))
+            data = self._bytes(path)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise SourceError(
+                f"published:{self._shown}: a heartbeat cannot be read: {_reason(exc)}"
+            ) from None
+        try:
+            beat = json.loads(data)
             at = datetime.fromisoformat(beat["published_at"])
             return LastBeat(str(beat["instance"]), at, str(beat.get("host", "")), int(beat.get("pid", 0)))
-        except (OSError, ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError):
             return None
 
     def pane_starts(self, fingerprint: str, publisher: str) -> set[datetime]:
@@ -175,28 +185,46 @@ class PaneDirectory:
         return out
 
     def expire(self, keep: str, before: datetime) -> list[str]:
+        """Publishers whose heartbeat is older than ``before`` (or, without one, whose folder holds
+        nothing newer) lose the files they wrote before it: each file by the time it says it was
+        published, so a publisher back from its silence while this runs keeps what it writes."""
         removed = []
         for fingerprint in self.fingerprints():
-            for name, (beat, folder) in self._beats(fingerprint).items():
+            for name, (beat, folder) in sorted(self._beats(fingerprint).items()):
                 if name == keep or (beat.published_at is not None and beat.published_at >= before):
                     continue
-                if beat.published_at is None and self._newest_write(folder) >= before.timestamp():
-                    continue  # no readable heartbeat, but files written recently
-                again = self._beats(fingerprint).get(name)  # back from a long silence just now?
-                if (
-                    again is not None
-                    and again[0].published_at is not None
-                    and again[0].published_at >= before
-                ):
-                    continue
-                with contextlib.suppress(OSError):  # another publisher removing it too
-                    self.fs.delete_dir(folder)
-                removed.append(name)
+                gone = False
+                for info in self._list(folder):
+                    written = self._written(info.path)
+                    if written is not None and written >= before:
+                        continue  # new since the decision: a live publisher's
+                    with contextlib.suppress(FileNotFoundError):
+                        self.fs.delete_file(info.path)
+                        gone = True
+                if not self._list(folder):
+                    with contextlib.suppress(OSError):
+                        self.fs.delete_dir(folder)
+                if gone:
+                    removed.append(name)
             fingerprint_folder = _join(self.folder, fingerprint)
             if not self._list(fingerprint_folder):
                 with contextlib.suppress(OSError):
                     self.fs.delete_dir(fingerprint_folder)
         return removed
+
+    def _written(self, path: str) -> datetime | None:
+        """When a publisher's file says it was published (``None``: a temporary or unreadable file)."""
+        name = _name(path)
+        try:
+            data = self._bytes(path)
+            if name == HEARTBEAT:
+                return datetime.fromisoformat(json.loads(data)["published_at"])
+            if name.endswith(_SUFFIX):
+                schema = pa.ipc.open_file(pa.BufferReader(data)).schema
+                return datetime.fromisoformat(json.loads((schema.metadata or {})[META])["published_at"])
+        except (OSError, ValueError, KeyError, TypeError, pa.ArrowException):
+            return None
+        return None
 
     # -- reading ----------------------------------------------------------------------------------
 
@@ -281,11 +309,19 @@ class PaneDirectory:
             if info.type != pafs.FileType.Directory:
                 continue
             try:
-                beat = json.loads(self._bytes(_join(info.path, HEARTBEAT)))
+                data = self._bytes(_join(info.path, HEARTBEAT))
+            except FileNotFoundError:
+                data = b""
+            except OSError as exc:
+                raise SourceError(
+                    f"published:{self._shown}: a heartbeat cannot be read: {_reason(exc)}"
+                ) from None
+            try:
+                beat = json.loads(data)
                 rejected = Counter({str(k): int(v) for k, v in beat.get("rejected", {}).items()})
                 at = datetime.fromisoformat(beat["published_at"])
                 out[str(beat.get("publisher", _name(info.path)))] = (Heartbeat(at, rejected), info.path)
-            except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            except (ValueError, KeyError, TypeError, AttributeError):
                 out[_name(info.path)] = (Heartbeat(None, Counter()), info.path)
         return out
 
@@ -295,13 +331,22 @@ class PaneDirectory:
         return max(times, default=0.0)
 
     def _read(self, path: str, fingerprint: str, publisher: str) -> PublishedPane | None:
+        """One pane; ``None`` when it is gone (replaced or removed since it was listed) or damaged
+        (logged once per file and reason). A store that fails to give its bytes (a network error, an
+        NFS hiccup) fails the read: counting without the pane would report part of the fleet."""
         name = _name(path)
         try:
-            frame, meta = decode_frame(self._bytes(path), META)
-            return pane_from(frame, meta, self.model, fingerprint, name[: -len(_SUFFIX)])
-        except FileNotFoundError:  # replaced or removed between listing and reading
+            data = self._bytes(path)
+        except FileNotFoundError:
             return None
-        except Exception as exc:  # whatever a damaged file makes the decoder raise: not used
+        except OSError as exc:
+            raise SourceError(
+                f"published:{self._shown}: pane {name} of {publisher} cannot be read: {_reason(exc)}"
+            ) from None
+        try:
+            frame, meta = decode_frame(data, META)
+            return pane_from(frame, meta, self.model, fingerprint, name[: -len(_SUFFIX)])
+        except Exception as exc:  # whatever damaged bytes make the decoder raise: not used
             reason = _reason(exc)
             if (path, reason) not in self._said:  # once per file and reason: it is read again each tick
                 self._said.add((path, reason))

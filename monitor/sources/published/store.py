@@ -119,8 +119,9 @@ class PaneStore(Protocol):
         """Where the store is, for messages (no credentials)."""
         ...
 
-    def check(self) -> str | None:
-        """Why the store cannot be read now (``None``: it can), for ``fairwatch validate``."""
+    def check(self, *, publishing: bool = False) -> str | None:
+        """Why the store cannot be read now (``None``: it can), for ``fairwatch validate --connect``;
+        ``publishing``: whether a publisher can reach it (the first one creates what is missing)."""
         ...
 
     def close(self) -> None:
