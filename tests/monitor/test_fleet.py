@@ -306,7 +306,7 @@ def test_a_file_that_cannot_be_read_once_is_read_again(
     with build_evaluators(_settings(_model({"kind": "published", "url": str(store)}))) as evaluators:
         # found by review: the pane was left out and the tick reported part of the fleet; now the
         # tick fails (the last values stay, the source is down) and the next one counts it
-        with pytest.raises(SourceError, match="cannot be read: .*Input/output error"):
+        with pytest.raises(SourceError, match=r"cannot be read: .*Input/output error"):
             evaluators["tox"].evaluate(NOW)
         second = evaluators["tox"].evaluate(NOW)
     assert failed

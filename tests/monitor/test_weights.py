@@ -239,7 +239,6 @@ def test_sampling_weights_keep_the_values_and_use_the_effective_sample(tmp_path:
         kept = inside & (frame["model"] == "tox").to_numpy()
         kept &= frame["score"].between(0, 1).to_numpy() & (frame["label"] != 2.0).to_numpy()
         w = weight[kept]
-        kish = w.sum() ** 2 / (w**2).sum()
         assert mine.n_rows == round(w.sum()) == theirs.n_rows
         for race in ("b", "c"):  # the race groups' own effective samples
             mask = (frame["race"] == race).to_numpy()[kept]
