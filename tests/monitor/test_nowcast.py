@@ -191,3 +191,21 @@ def test_the_evaluator_does_not_import_what_only_nowcasting_needs() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
+
+
+def test_the_live_view_and_the_report_show_estimates_apart(tmp_path: Path) -> None:
+    """The window's section (the live view's and the report's): the realised table, then the
+    estimates under their own heading with their states, and each group's calibration check."""
+    from monitor.outputs.html.sections import window_view
+
+    (window,) = _evaluate(_model(_store(tmp_path, _pending(scenario()), "now")), NOW).windows
+    page = window_view(window, [], model="loans", min_samples=100)
+    realised, _, estimated = page.partition('<section class="estimates"')
+    assert estimated and "Estimated before the labels" in estimated
+    def row(html: str, metric: str) -> str:
+        return html.split(f">{metric}</a>")[1].split("</tr>")[0]
+
+    assert "state-violation" in row(estimated, "equal_opportunity_difference")
+    assert "state-violation" not in row(realised, "equal_opportunity_difference")
+    calibration = estimated.split('<table class="calibration">')[1]
+    assert calibration.count('<tr class="ok">') == 2  # groups a and b pass

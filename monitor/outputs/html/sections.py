@@ -181,6 +181,8 @@ def window_view(window: WindowResult, series: Sequence[Series], *, model: str, m
             f"{_table(values, info, window, min_samples, model)}"
             f'<div class="cards">{info_cards}</div></details>'
         )
+    if window.estimates or window.calibration:
+        parts.append(_estimates_view(window, min_samples, model))
     if window.model_values:
         rows = "".join(
             f"<tr><td>{escape(m.metric)}</td><td>{escape(m.attribute)}</td><td>{number(m.value)}</td>"
@@ -193,6 +195,37 @@ def window_view(window: WindowResult, series: Sequence[Series], *, model: str, m
             f"<th>reason</th></tr></thead><tbody>{rows}</tbody></table></details>"
         )
     return "".join(parts)
+
+
+def _estimates_view(window: WindowResult, min_samples: int, model: str) -> str:
+    """``nowcast``: the window's label metrics estimated from its scores, apart from the realised table
+    above (which is the label window's), and each group's calibration check."""
+    estimates = list(window.estimates)
+    judged, _ = _judged(estimates)
+    table = _table(estimates, judged, window, min_samples, model) if judged else ""
+    checks = "".join(
+        f'<tr class="{"ok" if c.passed else "failed"}"><td>{escape(c.attribute)}</td><td>{escape(c.group)}</td>'
+        f"<td>{c.n:,.0f}</td><td>{number(c.ratio)} <small>[{number(c.ratio_lower)}, {number(c.ratio_upper)}]</small></td>"
+        f"<td>{number(c.slope)} <small>[{number(c.slope_lower)}, {number(c.slope_upper)}]</small></td>"
+        f"<td>{'passed' if c.passed else escape(c.reason or 'failed')}</td></tr>"
+        for c in window.calibration
+    )
+    calibration = (
+        '<table class="calibration"><thead><tr><th>attribute</th><th>group</th><th>labelled rows</th>'
+        "<th>observed / expected</th><th>slope</th><th>check</th></tr></thead>"
+        f"<tbody>{checks}</tbody></table>"
+        if checks
+        else ""
+    )
+    return (
+        f'<section class="estimates" id="{_anchor("estimates", model, window.window)}">'
+        f"<h3>Estimated before the labels <small>labels pending: window {seconds(window.start)} to "
+        f"{seconds(window.end)}, from its scores (docs/nowcasting.md)</small></h3>"
+        f"{_summary(estimates)}{table}"
+        "<p class=\"meaning\">Each group's calibration on the label window's labelled rows: a group that fails "
+        "gets no estimate.</p>"
+        f"{calibration}</section>"
+    )
 
 
 def alerts_view(alerts: Sequence[ActiveAlert], shown: int = 5) -> str:
