@@ -202,6 +202,7 @@ def test_the_live_view_and_the_report_show_estimates_apart(tmp_path: Path) -> No
     page = window_view(window, [], model="loans", min_samples=100)
     realised, _, estimated = page.partition('<section class="estimates"')
     assert estimated and "Estimated before the labels" in estimated
+
     def row(html: str, metric: str) -> str:
         return html.split(f">{metric}</a>")[1].split("</tr>")[0]
 
