@@ -38,6 +38,7 @@ from monitor.evaluation.nowcast import (
     CalibrationCheck,
     calibration_checks,
     calibration_map,
+    cross_fitted,
     distrust,
     soft_labelled,
 )
@@ -299,13 +300,13 @@ class Evaluator:
         each group's calibration on the label window's labelled rows (:mod:`.nowcast`)."""
         known = labeled_rows.loc[labeled(labeled_rows)]
         score, label = known[SCORE].to_numpy(dtype=np.float64), known[LABEL].to_numpy(dtype=np.float64)
-        weight = row_counts(known)
+        weight = row_counts(effective_sample(known))  # sampling weights: as many rows as they are worth
         if count_rows(known) < model.min_samples or label.min(initial=1.0) == label.max(initial=0.0):
             return [], []  # nothing to calibrate on yet (said by the realised values' reasons)
         probability = calibration_map(score, label, weight, model.nowcast.calibration)
         checks = calibration_checks(
             self._attributes(known, flagged),
-            probability(score),
+            cross_fitted(score, label, weight, model.nowcast.calibration),
             label,
             weight,
             confidence=self.confidence,
@@ -314,7 +315,10 @@ class Evaluator:
         )
         if not outcome[LABEL].isna().any():
             return [], checks  # every label is in: the realised values are the window's
-        soft = soft_labelled(outcome, probability(outcome[SCORE].to_numpy(dtype=np.float64)))
+        # every row of the window weighs its probability: the labels that came early are a selection (a
+        # default is known before a repayment is), and would be counted beside the pending rows' q
+        probabilities = probability(outcome[SCORE].to_numpy(dtype=np.float64))
+        soft = soft_labelled(outcome, probabilities, every_row=True)
         report, _ = self._compute(soft, metrics, n_alerting, model, flagged)
         return distrust(report.values, checks), checks
 

@@ -46,6 +46,7 @@ __all__ = [
     "CalibrationCheck",
     "calibration_checks",
     "calibration_map",
+    "cross_fitted",
     "distrust",
     "soft_labelled",
 ]
@@ -89,12 +90,30 @@ def calibration_map(
     return lambda s: np.asarray(fitted.predict(np.asarray(s, dtype=np.float64)), dtype=np.float64)
 
 
-def soft_labelled(frame: pd.DataFrame, q: np.ndarray) -> pd.DataFrame:
-    """``frame`` (a window's canonical rows) with each unlabelled row split in two: label 1 weighing
-    its count times ``q``, label 0 weighing its count times ``1 - q``; labelled rows as they are."""
+def cross_fitted(
+    score: np.ndarray, label: np.ndarray, weight: np.ndarray, method: Literal["isotonic", "identity"]
+) -> np.ndarray:
+    """Each labelled row's probability from a calibration fitted on the other half of the rows (two
+    folds, alternating): a map checked on the rows it was fitted on fits them better than it fits
+    new rows, and the check would pass what it should fail."""
+    if method == "identity":
+        return calibration_map(score, label, weight, method)(score)
+    fold = np.arange(len(score)) % 2 == 0
+    q = np.empty(len(score), dtype=np.float64)
+    for train in (fold, ~fold):
+        if not train.any() or train.all():
+            return calibration_map(score, label, weight, method)(score)
+        q[~train] = calibration_map(score[train], label[train], weight[train], method)(score[~train])
+    return q
+
+
+def soft_labelled(frame: pd.DataFrame, q: np.ndarray, *, every_row: bool = False) -> pd.DataFrame:
+    """``frame`` (a window's canonical rows) with each unlabelled row - ``every_row``: each row - split
+    in two: label 1 weighing its count times ``q``, label 0 weighing its count times ``1 - q``; other
+    rows as they are."""
     weight = frame[WEIGHT].to_numpy(dtype=np.float64) if WEIGHT in frame.columns else np.ones(len(frame))
     label = frame[LABEL].to_numpy(dtype=np.float64)
-    pending = np.isnan(label)
+    pending = np.ones(len(frame), dtype=bool) if every_row else np.isnan(label)
     known = frame.loc[~pending].assign(**{WEIGHT: weight[~pending]})
     rest = frame.loc[pending]
     positive = rest.assign(**{LABEL: 1.0, WEIGHT: weight[pending] * q[pending]})
@@ -136,17 +155,30 @@ def calibration_checks(
 
 
 def distrust(values: Sequence[mc.MetricValue], checks: Sequence[CalibrationCheck]) -> list[mc.MetricValue]:
-    """The estimates of comparisons whose group or named reference failed its calibration check:
-    ``insufficient_data``, no value, the check's reason."""
-    failed = {(c.attribute, c.group): c for c in checks if not c.passed}
+    """The estimates that cannot be trusted, ``insufficient_data`` with no value and the reason: a
+    comparison whose group or named reference failed its calibration check or was not checked (no
+    labelled rows of it in the label window), and one whose reference is the rest or the background
+    while a group of its attribute failed (the reference holds that group's rows)."""
+    by_group = {(c.attribute, c.group): c for c in checks}
+    failed_in = {c.attribute: c for c in checks if not c.passed}
     out = []
     for v in values:
-        check = failed.get((v.attribute, v.group)) or failed.get((v.attribute, v.reference))
-        if check is None:
+        reason = None
+        for side in (v.group, v.reference):
+            check = by_group.get((v.attribute, side))
+            if check is not None and not check.passed:
+                reason = f"calibration of {side}: {check.reason}"
+                break
+            if check is None and side == v.group:
+                reason = f"calibration of {side}: no labelled rows of it in the label window to check it on"
+                break
+        if reason is None and (v.attribute, v.reference) not in by_group and v.attribute in failed_in:
+            failed = failed_in[v.attribute]
+            reason = f"calibration of {failed.group} (in the reference {v.reference}): {failed.reason}"
+        if reason is None:
             out.append(v)
             continue
         nan = math.nan
-        reason = f"calibration of {check.group}: {check.reason}"
         out.append(
             replace(v, value=nan, ci_lower=nan, ci_upper=nan, state="insufficient_data", reason=reason)
         )

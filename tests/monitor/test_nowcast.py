@@ -210,3 +210,43 @@ def test_the_live_view_and_the_report_show_estimates_apart(tmp_path: Path) -> No
     assert "state-violation" not in row(realised, "equal_opportunity_difference")
     calibration = estimated.split('<table class="calibration">')[1]
     assert calibration.count('<tr class="ok">') == 2  # groups a and b pass
+
+
+# --- found by review: each failed before its fix ------------------------------------------------
+
+
+def test_a_group_the_label_window_cannot_check_gets_no_estimate(tmp_path: Path) -> None:
+    """A group that appears only in today's rows was never checked, and its estimates were judged."""
+    frame = _pending(scenario(collapse=False))
+    today = (frame["ts"] >= NOW - timedelta(days=1)).to_numpy()
+    frame.loc[today & (np.arange(len(frame)) % 10 == 0), "group"] = "c"
+    (window,) = _evaluate(_model(_store(tmp_path, frame, "now")), NOW).windows
+    estimates = [v for v in window.estimates if v.group == "c"]
+    assert estimates and all(v.state == "insufficient_data" for v in estimates)
+    assert all("no labelled rows" in (v.reason or "") for v in estimates)
+
+
+def test_a_failed_group_inside_the_rest_withholds_the_comparisons_against_it(tmp_path: Path) -> None:
+    """`reference: rest`: b's calibration fails (its labels follow p^3); a vs the rest and c vs the
+    rest hold b's rows, so their estimates do not stand either."""
+    frame = _pending(scenario(collapse=False, miscalibrated=True))
+    frame.loc[frame["group"] == "a", "group"] = np.where(
+        np.arange((frame["group"] == "a").sum()) % 2, "a", "c"
+    )
+    model = _model(_store(tmp_path, frame, "now"), nowcast={"enabled": True, "calibration": "identity"})
+    model["groups"] = [{"attribute": "group", "kind": "categorical", "column": "group", "reference": "rest"}]
+    (window,) = _evaluate(model, NOW).windows
+    assert any(not c.passed for c in window.calibration)
+    assert window.estimates and all(v.state == "insufficient_data" for v in window.estimates)
+
+
+def test_fairwatch_check_fails_on_realised_violations_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An estimated violation (labels pending) does not make `fairwatch check` exit 1: estimates do
+    not alert."""
+    url = _store(tmp_path, _pending(scenario()), "now")
+    config = tmp_path / "config.yaml"
+    config.write_text(json.dumps({"models": [_model(url, metrics=["equal_opportunity_difference"])]}))
+    assert main(["check", "--config", str(config)]) == 0
+    assert "no violations" in capsys.readouterr().err
