@@ -45,27 +45,10 @@ def print_evaluations(
                 f"{ev.model} - window {w.window} [{w.start:%Y-%m-%d %H:%M}, {w.end:%Y-%m-%d %H:%M}) - "
                 f"{w.n_rows:,} rows, label coverage {fixed(w.label_coverage * 100, 1)}%"
             )
-            table = Table(title=title, title_justify="left", header_style="bold")
-            for col in ("attribute", "group", "metric"):
-                name_column(table, col)
-            for col in ("value", "95% interval", "fair range", "state", "n"):
-                text_column(table, col, justify="right" if col in ("value", "n") else "left")
-            for v in sorted(w.values, key=lambda v: (v.attribute, v.group, v.metric)):
-                informational = math.isinf(v.fair_min) and math.isinf(v.fair_max)
-                if informational and not show_all:
-                    continue
-                style = _STATE_STYLE.get(v.state, "")
-                table.add_row(
-                    v.attribute,
-                    v.group,
-                    v.metric,
-                    fixed(v.value),
-                    f"[{fixed(v.ci_lower)}, {fixed(v.ci_upper)}]",
-                    fair_range_text(v.fair_min, v.fair_max),
-                    f"[{style}]{escape(state_text(v, min_samples[ev.model]))}[/]",
-                    f"{int(v.n_group):,}",
-                )
-            print_table(console, table)
+            print_table(console, _values_table(title, w.values, min_samples[ev.model], show_all))
+            if w.estimates:  # nowcast: apart from the realised values, said to be estimates
+                title = f"{ev.model} - window {w.window}: estimated from the scores, labels pending"
+                print_table(console, _values_table(title, w.estimates, min_samples[ev.model], show_all))
             if w.model_values:
                 summary = ", ".join(
                     f"{m.metric}{'[' + m.attribute + ']' if m.attribute else ''}={fixed(m.value)}"
@@ -74,6 +57,30 @@ def print_evaluations(
                 console.print(f"  model level: {summary}", highlight=False, soft_wrap=True)
         if ev.rejected:
             console.print(f"  rejected rows: {dict(ev.rejected)}", highlight=False, soft_wrap=True)
+
+
+def _values_table(title: str, values: Sequence[mc.MetricValue], min_samples: int, show_all: bool) -> Table:
+    table = Table(title=title, title_justify="left", header_style="bold")
+    for col in ("attribute", "group", "metric"):
+        name_column(table, col)
+    for col in ("value", "95% interval", "fair range", "state", "n"):
+        text_column(table, col, justify="right" if col in ("value", "n") else "left")
+    for v in sorted(values, key=lambda v: (v.attribute, v.group, v.metric)):
+        informational = math.isinf(v.fair_min) and math.isinf(v.fair_max)
+        if informational and not show_all:
+            continue
+        style = _STATE_STYLE.get(v.state, "")
+        table.add_row(
+            v.attribute,
+            v.group,
+            v.metric,
+            fixed(v.value),
+            f"[{fixed(v.ci_lower)}, {fixed(v.ci_upper)}]",
+            fair_range_text(v.fair_min, v.fair_max),
+            f"[{style}]{escape(state_text(v, min_samples))}[/]",
+            f"{int(v.n_group):,}",
+        )
+    return table
 
 
 def print_plans(plans: Sequence[PlanRow], console: Console, *, power: float) -> None:

@@ -250,3 +250,15 @@ def test_fairwatch_check_fails_on_realised_violations_only(
     config.write_text(json.dumps({"models": [_model(url, metrics=["equal_opportunity_difference"])]}))
     assert main(["check", "--config", str(config)]) == 0
     assert "no violations" in capsys.readouterr().err
+
+
+def test_the_terminal_table_shows_estimates_apart(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    url = _store(tmp_path, _pending(scenario()), "now")
+    config = tmp_path / "config.yaml"
+    config.write_text(json.dumps({"models": [_model(url)]}))
+    assert main(["evaluate", "--config", str(config)]) == 0
+    out = capsys.readouterr().out
+    realised, _, estimated = out.partition("estimated from the scores, labels pending")
+    assert estimated and "equal_opportunity_difference" in realised
+    eod = next(line for line in estimated.splitlines() if "equal_opportunity_difference" in line)
+    assert "violation" in eod
