@@ -360,14 +360,15 @@ def service(seconds: float, *, quick: bool) -> None:
         "load": [round(x, 2) for x in load],
     }
     print_table(
-        Console(), _one_row_table(f"fairwatch run, {len(configs)} models of one log, every 60 s", result)
+        Console(), one_row_table(f"fairwatch run, {len(configs)} models of one log, every 60 s", result)
     )
     for line in warnings:
         print(line)
     print(json.dumps(result))
 
 
-def _one_row_table(title: str, row: dict[str, Any]) -> Table:
+def one_row_table(title: str, row: dict[str, Any]) -> Table:
+    """A table of one row: its keys the columns."""
     table = Table(title=title)
     for key in row:
         table.add_column(key, justify="right")

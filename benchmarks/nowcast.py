@@ -41,6 +41,9 @@ from rich.console import Console
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_shapes import one_row_table
+
 from monitor.cli.terminal import print_table
 from monitor.config import settings_from_dict
 from monitor.evaluation.evaluators import build_evaluators
@@ -237,8 +240,8 @@ def main() -> None:
             str(row["false_violations"]),
         )
     print_table(Console(), table)
-    print_table(Console(), _one_row("time to detection (hours after the collapse)", detected))
-    print_table(Console(), _one_row("a miscalibrated group (b's labels follow p^3)", miscalibrated))
+    print_table(Console(), one_row_table("time to detection (hours after the collapse)", detected))
+    print_table(Console(), one_row_table("a miscalibrated group (b's labels follow p^3)", miscalibrated))
     summary = {
         "coverage": covered,
         "detection": detected,
@@ -249,14 +252,6 @@ def main() -> None:
         "load": [round(x, 2) for x in load],
     }
     print(json.dumps(summary))
-
-
-def _one_row(title: str, row: dict[str, Any]) -> Table:
-    table = Table(title=title)
-    for key in row:
-        table.add_column(key, justify="right")
-    table.add_row(*(str(v) for v in row.values()))
-    return table
 
 
 if __name__ == "__main__":

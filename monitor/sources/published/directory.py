@@ -144,14 +144,9 @@ class PaneDirectory:
 
     def last_beat(self, fingerprint: str, publisher: str) -> LastBeat | None:
         path = _join(self._publisher_folder(fingerprint, publisher), HEARTBEAT)
-        try:
-            data = self._bytes(path)
-        except FileNotFoundError:
+        data = self._bytes_if_there(path, "a heartbeat")
+        if data is None:
             return None
-        except OSError as exc:
-            raise SourceError(
-                f"published:{self._shown}: a heartbeat cannot be read: {_reason(exc)}"
-            ) from None
         try:
             beat = json.loads(data)
             at = datetime.fromisoformat(beat["published_at"])
@@ -285,6 +280,16 @@ class PaneDirectory:
                 self.fs.delete_file(temp)
             raise
 
+    def _bytes_if_there(self, path: str, what: str) -> bytes | None:
+        """``path``'s bytes; ``None`` when it is gone. A store that fails to give them (a network
+        error, an NFS hiccup) fails the read: going on without the file would report part of the fleet."""
+        try:
+            return self._bytes(path)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise SourceError(f"published:{self._shown}: {what} cannot be read: {_reason(exc)}") from None
+
     def _bytes(self, path: str) -> bytes:
         with self.fs.open_input_stream(path, compression=None) as source:
             data: bytes = source.read()
@@ -308,14 +313,7 @@ class PaneDirectory:
         for info in self._list(_join(self.folder, fingerprint)):
             if info.type != pafs.FileType.Directory:
                 continue
-            try:
-                data = self._bytes(_join(info.path, HEARTBEAT))
-            except FileNotFoundError:
-                data = b""
-            except OSError as exc:
-                raise SourceError(
-                    f"published:{self._shown}: a heartbeat cannot be read: {_reason(exc)}"
-                ) from None
+            data = self._bytes_if_there(_join(info.path, HEARTBEAT), "a heartbeat") or b""
             try:
                 beat = json.loads(data)
                 rejected = Counter({str(k): int(v) for k, v in beat.get("rejected", {}).items()})
@@ -335,14 +333,9 @@ class PaneDirectory:
         (logged once per file and reason). A store that fails to give its bytes (a network error, an
         NFS hiccup) fails the read: counting without the pane would report part of the fleet."""
         name = _name(path)
-        try:
-            data = self._bytes(path)
-        except FileNotFoundError:
+        data = self._bytes_if_there(path, f"pane {name} of {publisher}")
+        if data is None:
             return None
-        except OSError as exc:
-            raise SourceError(
-                f"published:{self._shown}: pane {name} of {publisher} cannot be read: {_reason(exc)}"
-            ) from None
         try:
             frame, meta = decode_frame(data, META)
             return pane_from(frame, meta, self.model, fingerprint, name[: -len(_SUFFIX)])
