@@ -211,9 +211,9 @@ def _estimates_view(window: WindowResult, min_samples: int, model: str) -> str:
         for c in window.calibration
     )
     calibration = (
-        '<table class="calibration"><thead><tr><th>attribute</th><th>group</th><th>labelled rows</th>'
-        "<th>observed / expected</th><th>slope</th><th>check</th></tr></thead>"
-        f"<tbody>{checks}</tbody></table>"
+        '<div class="scroll"><table class="calibration"><thead><tr><th>attribute</th><th>group</th>'
+        "<th>labelled rows</th><th>observed / expected</th><th>slope</th><th>check</th></tr></thead>"
+        f"<tbody>{checks}</tbody></table></div>"
         if checks
         else ""
     )
