@@ -30,16 +30,27 @@ from tests.servers import ManagedProcess, free_port, http_request, wait_until
 
 pytestmark = pytest.mark.integration
 
-NOW = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
-START, END = NOW - timedelta(hours=7), NOW - timedelta(hours=1)
+
+def _hour() -> datetime:
+    """The test's hour, taken when its fleet starts (not when the module is collected: a suite
+    crossing an hour boundary between the two compared ranges the sidecars no longer published)."""
+    return datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+
+
+def _span(now: datetime) -> tuple[datetime, datetime]:
+    """Whole panes the sidecars publish however the hour turns during the test: their horizon (6 h
+    window + 1 h label delay) reaches back to now - 6 h even an hour later."""
+    return now - timedelta(hours=6), now - timedelta(hours=1)
+
+
 FAIRWATCH = str(Path(sys.executable).with_name("fairwatch"))
 
 
-def _log(rows: int, seed: int) -> list[dict[str, Any]]:
+def _log(rows: int, seed: int, now: datetime) -> list[dict[str, Any]]:
     """A pod's predictions over the last 8 hours: a score that depends on the label, a group whose
     selection rate is lower, labels for most rows, now and then a line nobody can parse."""
     rng = np.random.default_rng(seed)
-    ts = NOW - timedelta(hours=8) + pd.to_timedelta(np.sort(rng.uniform(0, 8 * 3600, rows)), unit="s")
+    ts = now - timedelta(hours=8) + pd.to_timedelta(np.sort(rng.uniform(0, 8 * 3600, rows)), unit="s")
     group = rng.choice(["a", "b", "c"], rows, p=[0.6, 0.3, 0.1])
     label = (rng.random(rows) < 0.3).astype(float)
     score = np.round(1 / (1 + np.exp(-(-1 + 2 * label - 0.5 * (group == "b") + rng.normal(0, 1, rows)))), 3)
@@ -91,9 +102,10 @@ class Fleet:
         self.url = database or str(self.store)
         self.sidecars: dict[str, ManagedProcess] = {}
         self.globs: dict[str, str] = {}
+        self.now = _hour()
 
     def add(self, pod: str, seed: int) -> ManagedProcess:
-        self.globs[pod] = _write(self.root / "pods" / pod, _log(1500, seed))
+        self.globs[pod] = _write(self.root / "pods" / pod, _log(1500, seed, self.now))
         publish = {"url": self.url, "publisher": pod}
         model = _model({"kind": "files", "path": self.globs[pod]}, publish=publish)
         port = free_port()
@@ -144,8 +156,9 @@ def fleet(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Fleet]:
         built.stop()
 
 
-def _evaluate(config: Path) -> list[dict[str, Any]]:
-    span = ["--start", START.isoformat(), "--end", END.isoformat()]
+def _evaluate(config: Path, now: datetime) -> list[dict[str, Any]]:
+    start, end = _span(now)
+    span = ["--start", start.isoformat(), "--end", end.isoformat()]
     done = subprocess.run(
         [FAIRWATCH, "evaluate", "--config", str(config), *span, "--format", "json"],
         capture_output=True,
@@ -190,7 +203,7 @@ def test_three_sidecars_and_a_central_equal_one_evaluation_of_their_logs(
     central = _config(tmp_path / "central.yaml", _model({"kind": "published", "url": fleet.url}), 0)
     union_glob = str(tmp_path / "pods" / "*" / "predictions-*.jsonl")
     union = _config(tmp_path / "union.yaml", _model({"kind": "files", "path": union_glob}), 0)
-    fleet_report, union_report = _evaluate(central), _evaluate(union)
+    fleet_report, union_report = _evaluate(central, fleet.now), _evaluate(union, fleet.now)
     assert fleet_report == union_report
     assert any(r["metric"] == "disparate_impact" and r["group"] == "b" for r in fleet_report)
     # the sidecars judge nothing themselves: health, no fairness series
@@ -229,6 +242,6 @@ def test_sidecars_added_and_removed_while_the_central_runs(fleet: Fleet, tmp_pat
         # the scaled-down pod's rows still count: the central still equals all three logs together
         union_glob = str(tmp_path / "pods" / "*" / "predictions-*.jsonl")
         union = _config(tmp_path / "union.yaml", _model({"kind": "files", "path": union_glob}), 0)
-        assert _evaluate(config) == _evaluate(union)
+        assert _evaluate(config, fleet.now) == _evaluate(union, fleet.now)
     finally:
         central.stop()
