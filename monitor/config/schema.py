@@ -254,6 +254,17 @@ class NowcastConfig(_Strict):
     # a group's calibration fails when observed / expected positives is surely outside 1 +- tolerance
     # (or its calibration slope outside 1 +- 2 tolerance): its estimates are insufficient_data
     tolerance: float = Field(default=0.1, gt=0, lt=1)
+    # isotonic: the calibration refitted on this many resamples of the labelled rows, so that the
+    # estimates' intervals include the map's own error; 0: they do not (faster, and narrower than
+    # they should be unless the label window holds many thousand labelled rows)
+    resamples: int = Field(default=20, ge=0, le=1000)
+
+    @field_validator("resamples")
+    @classmethod
+    def _enough_resamples(cls, value: int) -> int:
+        if 0 < value < 10:
+            raise ValueError(f"must be 0 (no resampling) or at least 10 to measure a spread, got {value}")
+        return value
 
 
 class PanesConfig(_Strict):
@@ -466,6 +477,9 @@ class AlertsConfig(_Strict):
     adjust: Literal["none", "bonferroni", "holm"] = "none"
     method: Literal["fixed", "anytime"] = "fixed"
     severity: str = "warning"
+    # alerts raised from estimates (models[].nowcast), labelled basis="estimate": a lower severity
+    # by default, and inhibited by the realised alert of the same value (deploy/alertmanager.yml)
+    estimate_severity: str = Field(default="info", min_length=1)
     alertmanager: AlertmanagerConfig | None = None
     webhook: WebhookConfig | None = None
     log: bool = True

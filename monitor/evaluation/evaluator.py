@@ -18,9 +18,10 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from statistics import NormalDist
 from types import MappingProxyType
 from typing import Any, Self
 
@@ -31,7 +32,7 @@ import metrics_core as mc
 from monitor.config import ModelConfig
 from monitor.core.errors import ConfigError
 from monitor.core.suggest import did_you_mean
-from monitor.evaluation.attributes import AbsentReference, attributes, comparison_sample
+from monitor.evaluation.attributes import AbsentReference, attributes, comparison_sample, narrowed
 from monitor.evaluation.nowcast import (
     LABEL,
     SCORE,
@@ -39,7 +40,10 @@ from monitor.evaluation.nowcast import (
     calibration_checks,
     calibration_map,
     cross_fitted,
+    design_effects,
     distrust,
+    effect_buckets,
+    resampled_maps,
     soft_labelled,
 )
 from monitor.evaluation.results import GroupStats, ModelEvaluation, WindowResult
@@ -59,7 +63,7 @@ from monitor.reading.pane_store import PaneStore
 from monitor.reading.panes import Panes
 from monitor.reading.plan import ReadPlan
 from monitor.reading.publish import Publisher
-from monitor.sources.contract import FleetSource, Source
+from monitor.sources.contract import WEIGHT, FleetSource, Source
 from monitor.tasks import TASKS, WindowRequest, metrics_for
 
 log = logging.getLogger(__name__)
@@ -317,10 +321,34 @@ class Evaluator:
             return [], checks  # every label is in: the realised values are the window's
         # every row of the window weighs its probability: the labels that came early are a selection (a
         # default is known before a repayment is), and would be counted beside the pending rows' q
-        probabilities = probability(outcome[SCORE].to_numpy(dtype=np.float64))
-        soft = soft_labelled(outcome, probabilities, every_row=True)
-        report, _ = self._compute(soft, metrics, n_alerting, model, flagged)
-        return distrust(report.values, checks), checks
+        scores = outcome[SCORE].to_numpy(dtype=np.float64)
+        soft = soft_labelled(outcome, probability(scores), every_row=True)
+        attrs = self._attributes(soft, flagged)
+        maps = resampled_maps(score, label, weight, model.nowcast.calibration, model.nowcast.resamples)
+        if not maps:  # identity: no map to be wrong about
+            report, _ = self._compute(soft, metrics, n_alerting, model, flagged, attrs=attrs)
+            return distrust(report.values, checks), checks
+        # the map's own error: the estimates again with each resampled map; their spread against the
+        # sampling error (unadjusted fixed intervals, of a known z) gives each estimate its design
+        # effect, and the estimates are judged with their comparison's weights divided by it
+        fixed: dict[str, Any] = {"adjust": "none", "method": "fixed"}
+        base, _ = self._compute(soft, metrics, n_alerting, model, flagged, attrs=attrs, **fixed)
+        draws = [
+            self._compute(
+                soft_labelled(outcome, again(scores), every_row=True),
+                metrics,
+                n_alerting,
+                model,
+                flagged,
+                attrs=attrs,
+                **fixed,
+            )[0].values
+            for again in maps
+        ]
+        z = NormalDist().inv_cdf(0.5 + self.confidence / 2)
+        effects = design_effects(base.values, draws, z=z)
+        report, _ = self._compute(soft, metrics, n_alerting, model, flagged, attrs=attrs, effects=effects)
+        return distrust(_as_rows(report.values, base.values), checks), checks
 
     def _attributes(self, frame: pd.DataFrame, flagged: frozenset[str]) -> list[mc.Attribute]:
         # sampling weights: a group's min_size and rank among max_groups by its effective sample
@@ -362,8 +390,15 @@ class Evaluator:
         n_alerting: int,
         model: ModelConfig,
         flagged: frozenset[str],
+        *,
+        attrs: list[mc.Attribute] | None = None,
+        effects: Mapping[tuple[str, str, str, str], float] | None = None,
+        **overrides: Any,
     ) -> tuple[mc.Report, list[mc.Attribute]]:
-        attrs = self._attributes(frame, flagged)
+        """The report of ``metrics`` on ``frame``. ``attrs``: the frame's attributes, when already built;
+        ``effects``: a design effect per estimate (attribute, group, reference, metric), each comparison
+        then evaluated with its weights divided by its metrics' (:func:`.nowcast.effect_buckets`); ``overrides``: fields of the request."""
+        attrs = attrs if attrs is not None else self._attributes(frame, flagged)
         n_comparisons = sum(len(a.comparisons) for a in attrs)
         request = WindowRequest(
             metrics=metrics,
@@ -377,24 +412,41 @@ class Evaluator:
             family_size=max(1, n_alerting * max(1, n_comparisons)),
             method=self.method,
         )
+        request = dataclasses.replace(request, **overrides)
         task = TASKS[model.task]
-        if WEIGHT_SQUARES not in frame.columns:
+        sampled = WEIGHT_SQUARES in frame.columns
+        if not sampled and effects is None:
             return task.evaluate(task_data(frame), attrs, request), attrs
-        # sampling weights: the model values on the window's effective sample; each comparison on its
-        # own rows, its group and its reference each on its own effective sample
+        # sampling weights, design effects: the model values on the whole window (its effective
+        # sample); each comparison on its own rows - a side of it on its own effective sample, all of
+        # it divided by its design effect
         whole = task.evaluate(task_data(effective_sample(frame)), attrs, request)
         # the fair ranges relative to the window's overall AUC; a step-down (holm) over the whole family
         # would need every value at once: bonferroni, its single-step bound
         anchors = {v.metric: v.value for v in whole.model}
         adjust = "bonferroni" if request.adjust == "holm" else request.adjust
         request = dataclasses.replace(request, anchors=anchors, adjust=adjust)
-        values = [
-            value
-            for attr in attrs
-            for comparison in attr.comparisons
-            for part, one in [comparison_sample(frame, attr, comparison)]
-            for value in task.evaluate(task_data(part), [one], request).values
-        ]
+        values: list[mc.MetricValue] = []
+        for attr in attrs:
+            for comparison in attr.comparisons:
+                part, one = (
+                    comparison_sample(frame, attr, comparison)
+                    if sampled
+                    else (frame, narrowed(attr, comparison))
+                )
+                if effects is None:
+                    values += task.evaluate(task_data(part), [one], request).values
+                    continue
+                side = (attr.name, comparison.group, comparison.reference)
+                mine = {m: effects.get((*side, m), 1.0) for m in request.metrics}
+                found: list[mc.MetricValue] = []
+                for effect, names in effect_buckets(mine):
+                    scaled = part.assign(**{WEIGHT: part[WEIGHT].to_numpy(dtype=np.float64) / effect})
+                    found += task.evaluate(
+                        task_data(scaled), [one], dataclasses.replace(request, metrics=names)
+                    ).values
+                order = {m: i for i, m in enumerate(request.metrics)}
+                values += sorted(found, key=lambda v: order.get(v.metric, len(order)))
         return dataclasses.replace(whole, values=tuple(values)), attrs
 
     def _group_stats(
@@ -432,6 +484,28 @@ class Evaluator:
                 for c in a.comparisons
             ]
         return stats
+
+
+def _as_rows(values: Sequence[mc.MetricValue], rows: Sequence[mc.MetricValue]) -> list[mc.MetricValue]:
+    """Estimates judged on weights divided by their design effect, with the row counts they stand for
+    (from ``rows``, the same estimates undivided); one whose divided support fell below
+    ``min_samples`` says so."""
+    counted = {(v.attribute, v.group, v.reference, v.metric): v for v in rows}
+    out = []
+    for v in values:
+        row = counted.get((v.attribute, v.group, v.reference, v.metric))
+        if row is None:
+            out.append(v)
+            continue
+        reason = v.reason
+        if v.state == "insufficient_data" and reason is None and row.state != "insufficient_data":
+            reason = "the calibration's own uncertainty leaves it worth fewer labelled rows than min_samples"
+        out.append(
+            dataclasses.replace(
+                v, n_group=row.n_group, n_reference=row.n_reference, support=row.support, reason=reason
+            )
+        )
+    return out
 
 
 def _needs_labels(metric: str) -> bool:

@@ -47,7 +47,10 @@ __all__ = [
     "calibration_checks",
     "calibration_map",
     "cross_fitted",
+    "design_effects",
     "distrust",
+    "effect_buckets",
+    "resampled_maps",
     "soft_labelled",
 ]
 
@@ -86,8 +89,14 @@ def calibration_map(
     from sklearn.isotonic import IsotonicRegression  # only where a model nowcasts
 
     fitted = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip")
-    fitted.fit(score, label, sample_weight=weight)
-    return lambda s: np.asarray(fitted.predict(np.asarray(s, dtype=np.float64)), dtype=np.float64)
+    level = fitted.fit_transform(score, label, sample_weight=weight)
+    # centred isotonic regression (Oron & Flournoy 2017): each block of the fit is one point, at its
+    # rows' mean score, joined by straight lines. The step function itself is flat inside a block,
+    # so every AUC estimated with its soft labels lost the ranking inside each block (biased
+    # towards 0.5: a review measured 70-78% coverage for the AUCs from 1,500 labelled rows)
+    block, where = np.unique(level, return_inverse=True)
+    centre = np.bincount(where, weights=weight * score) / np.bincount(where, weights=weight)
+    return lambda s: np.interp(np.asarray(s, dtype=np.float64), centre, block)
 
 
 def cross_fitted(
@@ -105,6 +114,71 @@ def cross_fitted(
             return calibration_map(score, label, weight, method)(score)
         q[~train] = calibration_map(score[train], label[train], weight[train], method)(score[~train])
     return q
+
+
+def resampled_maps(
+    score: np.ndarray,
+    label: np.ndarray,
+    weight: np.ndarray,
+    method: Literal["isotonic", "identity"],
+    resamples: int,
+) -> list[Callable[[np.ndarray], np.ndarray]]:
+    """The calibration refitted on ``resamples`` Poisson bootstrap resamples of the labelled rows (each
+    row's weight times a Poisson(1) count; Hanley & MacGibbon 2006): how much the map itself varies.
+    None for ``identity``, which fits nothing. Seeded by the rows, so one window gives one answer."""
+    if method == "identity" or resamples == 0:
+        return []
+    rng = np.random.default_rng([len(score), int(label.sum()), resamples])
+    maps = []
+    for _ in range(resamples):
+        drawn = weight * rng.poisson(1.0, len(score))
+        keep = drawn > 0
+        maps.append(calibration_map(score[keep], label[keep], drawn[keep], method))
+    return maps
+
+
+def design_effects(
+    base: Sequence[mc.MetricValue], draws: Sequence[Sequence[mc.MetricValue]], *, z: float
+) -> dict[tuple[str, str, str, str], float]:
+    """Per estimate (attribute, group, reference, metric): how much the map's error adds to its
+    variance, as a factor ``1 + var_map / var_sampling``.
+
+    ``base`` are the estimates at an unadjusted level of ``z`` (their sampling standard error is the
+    interval's width over ``2 z``), ``draws`` the same estimates from each resampled map (their spread
+    is the map's). Dividing a comparison's weights by the factor widens its intervals by the factor's
+    square root and leaves every value as it is: the engine's own intervals, adjustments and
+    confidence sequences then hold for the whole variance."""
+    spread: dict[tuple[str, str, str, str], list[float]] = {}
+    for values in draws:
+        for v in values:
+            spread.setdefault((v.attribute, v.group, v.reference, v.metric), []).append(v.value)
+    effects: dict[tuple[str, str, str, str], float] = {}
+    for v in base:
+        key = (v.attribute, v.group, v.reference, v.metric)
+        drawn = np.asarray(spread.get(key, []), dtype=np.float64)
+        drawn = drawn[np.isfinite(drawn)]
+        se = (v.ci_upper - v.ci_lower) / (2 * z)
+        if len(drawn) < max(2, len(draws) // 2) or not se > 0:
+            continue  # undefined, or no interval to widen
+        effects[key] = 1.0 + float(drawn.var(ddof=1)) / se**2
+    return effects
+
+
+def effect_buckets(effects: dict[str, float], *, spread: float = 1.25) -> list[tuple[float, list[str]]]:
+    """One comparison's metrics (name -> design effect) in buckets whose effects are within ``spread``
+    of each other, each with its largest: one evaluation per bucket, not per metric, and no metric's
+    interval widened by more than ``sqrt(spread)`` beyond its own.
+
+    >>> effect_buckets({"a": 1.0, "b": 1.1, "c": 3.0, "d": 2.6})
+    [(1.1, ['a', 'b']), (3.0, ['d', 'c'])]
+    """
+    buckets: list[tuple[float, list[str]]] = []
+    for name, effect in sorted(effects.items(), key=lambda item: item[1]):
+        if buckets and effect <= spread * effects[buckets[-1][1][0]]:
+            buckets[-1] = (effect, [*buckets[-1][1], name])
+        else:
+            buckets.append((effect, [name]))
+    return buckets
 
 
 def soft_labelled(frame: pd.DataFrame, q: np.ndarray, *, every_row: bool = False) -> pd.DataFrame:
