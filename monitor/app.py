@@ -262,6 +262,7 @@ def _assemble(
         for_=settings.alerts.for_,
         keep_firing_for=settings.alerts.keep_firing_for,
         severity=settings.alerts.severity,
+        estimate_severity=settings.alerts.estimate_severity,
         confidence=settings.alerts.confidence,
         runbook_url=settings.alerts.runbook_url,
     )

@@ -26,6 +26,11 @@ Each series - one (model, window, attribute, group, reference, metric) - is trac
 - :meth:`AlertTracker.update` touches only the model of the evaluation it is given. A model whose
   source fails is simply not updated, so its alerts stay as they were instead of resolving.
 
+An estimate (``models[].nowcast``: a label metric judged from the scores while its labels are
+pending) is a series of its own with the same rules: its alert carries ``basis="estimate"``, the
+severity ``alerts.estimate_severity`` and a summary that starts "Estimated, labels pending". An
+estimate whose group failed its calibration check is ``insufficient_data`` and cannot alert.
+
 The labels of an alert are its identity (``alertname``, model, window, attribute, group, reference,
 metric, severity); the annotations carry a readable ``summary``, a ``description`` with the metric's
 meaning and, when ``alerts.runbook_url`` is set, a ``runbook_url`` linking to the metric's section
@@ -47,6 +52,7 @@ from monitor.service.snapshot import ActiveAlert
 
 __all__ = [
     "ALERTNAME",
+    "ESTIMATE",
     "AlertTracker",
     "AlertUpdate",
     "alert_description",
@@ -60,9 +66,14 @@ ALERTNAME = "FairwatchFairnessViolation"
 # States in which a firing alert keeps firing: the point estimate is outside the fair range.
 _OUT_OF_RANGE = frozenset({"violation", "inconclusive"})
 
-# (model, window, attribute, group, reference, metric). The reference is part of the identity: the
-# same group judged against another reference is another comparison, with other labels.
-_Key = tuple[str, str, str, str, str, str]
+# (model, window, attribute, group, reference, metric, basis). The reference is part of the identity:
+# the same group judged against another reference is another comparison, with other labels. The basis
+# ("labels" or "estimate") too: an estimate and the realised value of the same comparison are two
+# alerts, the estimate's at its own severity, so that the realised one can inhibit it in Alertmanager.
+_Key = tuple[str, str, str, str, str, str, str]
+
+#: The ``basis`` label of an alert raised from an estimate (docs/nowcasting.md); realised alerts have none.
+ESTIMATE = "estimate"
 
 
 @dataclass(frozen=True)
@@ -115,6 +126,7 @@ class AlertTracker:
         for_: timedelta,
         keep_firing_for: timedelta,
         severity: str = "warning",
+        estimate_severity: str = "info",
         confidence: float = 0.95,
         runbook_url: str | None = None,
     ) -> None:
@@ -124,11 +136,12 @@ class AlertTracker:
             raise ValueError(f"keep_firing_for must not be negative, got {keep_firing_for}")
         if not 0 < confidence < 1:
             raise ValueError(f"confidence must be between 0 and 1 (exclusive), got {confidence}")
-        if not severity:
+        if not severity or not estimate_severity:
             raise ValueError("severity must not be empty")
         self.for_ = for_
         self.keep_firing_for = keep_firing_for
         self.severity = severity
+        self.estimate_severity = estimate_severity
         self.confidence = confidence
         self.runbook_url = runbook_url
         self._series: dict[_Key, _Series] = {}
@@ -218,8 +231,8 @@ class AlertTracker:
     # -- labels and text -------------------------------------------------------------------------------
 
     def _labels(self, key: _Key) -> dict[str, str]:
-        model, window, attribute, group, reference, metric = key
-        return {
+        model, window, attribute, group, reference, metric, basis = key
+        labels = {
             "alertname": ALERTNAME,
             "model": model,
             "window": window,
@@ -227,15 +240,23 @@ class AlertTracker:
             "group": group,
             "reference": reference,
             "metric": metric,
-            "severity": self.severity,
+            "severity": self.estimate_severity if basis == ESTIMATE else self.severity,
         }
+        if basis == ESTIMATE:
+            labels["basis"] = ESTIMATE
+        return labels
 
     def _annotations(self, key: _Key, value: MetricValue) -> dict[str, str]:
-        model, window = key[0], key[1]
-        annotations = {
-            "summary": alert_summary(value, model=model, window=window, confidence=self.confidence),
-            "description": alert_description(value, confidence=self.confidence),
-        }
+        model, window, estimated = key[0], key[1], key[6] == ESTIMATE
+        summary = alert_summary(value, model=model, window=window, confidence=self.confidence)
+        description = alert_description(value, confidence=self.confidence)
+        if estimated:
+            summary = f"Estimated, labels pending: {summary}"
+            description += (
+                " Estimated from the window's scores through a calibration checked on the rows whose labels "
+                "arrived; the labels will confirm or clear it (docs/nowcasting.md)."
+            )
+        annotations = {"summary": summary, "description": description}
         if self.runbook_url:
             annotations["runbook_url"] = runbook_link(self.runbook_url, key[5])
         return annotations
@@ -255,9 +276,10 @@ def runbook_link(runbook_url: str, section: str) -> str:
 
 def _values_by_key(evaluation: ModelEvaluation) -> dict[_Key, MetricValue]:
     return {
-        (evaluation.model, w.window, v.attribute, v.group, v.reference, v.metric): v
+        (evaluation.model, w.window, v.attribute, v.group, v.reference, v.metric, basis): v
         for w in evaluation.windows
-        for v in w.values
+        for basis, values in (("labels", w.values), (ESTIMATE, w.estimates))
+        for v in values
     }
 
 

@@ -303,3 +303,45 @@ def test_rejects_bad_arguments() -> None:
         AlertTracker(for_=STEP, keep_firing_for=timedelta(0), confidence=95)
     with pytest.raises(ValueError, match="timezone-aware"):
         tracker().update(evaluation(), datetime(2026, 1, 1))
+
+
+# -- estimates (models[].nowcast) -------------------------------------------------------------------------
+
+
+def estimated(*values: MetricValue, realised: tuple[MetricValue, ...] = ()) -> ModelEvaluation:
+    """An evaluation whose window holds ``values`` as estimates (labels pending) beside ``realised``."""
+    plain = evaluation(*realised)
+    (window,) = plain.windows
+    return replace(plain, windows=(replace(window, estimates=values),))
+
+
+def test_an_estimated_violation_is_an_alert_of_its_own_at_the_estimate_severity() -> None:
+    t = AlertTracker(
+        for_=timedelta(0), keep_firing_for=timedelta(0), severity="page", estimate_severity="info"
+    )
+    update = t.update(estimated(value("violation"), realised=(value("ok"),)), T0)
+    (alert,) = update.firing
+    assert alert.labels["basis"] == "estimate" and alert.labels["severity"] == "info"
+    assert alert.labels["alertname"] == ALERTNAME and alert.labels["metric"] == "disparate_impact"
+    assert alert.annotations["summary"].startswith(
+        "Estimated, labels pending: disparate_impact for identity=muslim"
+    )
+    assert "labels will confirm or clear it" in alert.annotations["description"]
+
+
+def test_an_estimate_and_the_realised_value_of_one_comparison_are_two_alerts() -> None:
+    t = AlertTracker(for_=timedelta(0), keep_firing_for=timedelta(0), severity="page")
+    update = t.update(estimated(value("violation"), realised=(value("violation"),)), T0)
+    labels = sorted((a.labels.get("basis", "-"), a.labels["severity"]) for a in update.firing)
+    assert labels == [("-", "page"), ("estimate", "info")]  # realised alerts keep their label set
+    # the estimate clears (its group's calibration failed: insufficient_data): only it resolves
+    update = t.update(estimated(value("insufficient_data"), realised=(value("violation"),)), T0 + STEP)
+    (resolved,) = update.resolved
+    assert resolved.labels["basis"] == "estimate"
+    assert [a.labels.get("basis") for a in update.firing] == [None]
+
+
+def test_an_estimate_that_cannot_be_trusted_never_alerts() -> None:
+    t = AlertTracker(for_=timedelta(0), keep_firing_for=timedelta(0))
+    update = t.update(estimated(value("insufficient_data"), value("inconclusive", group="b")), T0)
+    assert update.active == () and update.started_pending == ()
