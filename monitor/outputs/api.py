@@ -33,7 +33,7 @@ __all__ = [
 ]
 
 #: Query parameters of ``/api/v1/results`` that filter its rows.
-FILTERS = ("model", "window", "metric", "state")
+FILTERS = ("model", "window", "metric", "state", "basis")
 
 _Row = TypeVar("_Row", bound=Mapping[str, object])
 
@@ -108,7 +108,8 @@ def results_data(
     are served without what they name (hosts, databases, tables, directories): see
     :func:`disclosed_error`.
 
-    ``filters`` maps ``model``, ``window``, ``metric`` and ``state`` to accepted values;
+    ``filters`` maps ``model``, ``window``, ``metric``, ``state`` and ``basis`` (``labels`` or
+    ``estimate``) to accepted values;
     each applies to ``results`` and, where the rows have the field, ``model_values``.
     """
     filters = filters or {}

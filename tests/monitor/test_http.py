@@ -456,6 +456,8 @@ def test_results_shape(cached_service: Service) -> None:
         ("metric=disparate_impact&metric=subgroup_auc", 6),
         ("state=violation", 1),
         ("window=1h&state=ok", 3),
+        ("basis=labels", 7),  # the realised values: this service estimates nothing
+        ("basis=estimate", 0),
     ],
 )
 def test_results_filters(cached_service: Service, query: str, expected: int) -> None:
