@@ -164,17 +164,13 @@ def comparison_sample(
         _kish_scale(weight[group], squares[group]),
         np.where(reference, _kish_scale(weight[reference], squares[reference]), _kish_scale(weight, squares)),
     )
-    return frame.assign(**{WEIGHT: weight * scale}), narrowed(attr, comparison)
-
-
-def narrowed(attr: mc.Attribute, comparison: mc.Comparison) -> mc.Attribute:
-    """``attr`` with only ``comparison``, and only the masks it reads: to evaluate it on its own."""
+    part = frame.assign(**{WEIGHT: weight * scale})
     keys = [comparison.key, *([comparison.reference_key] if comparison.reference_key else [])]
     masks = {
         key: np.asarray(attr.masks[key], dtype=bool)
         for key in dict.fromkeys([*keys, *(comparison.universe or ())])
     }
-    return mc.Attribute(attr.name, attr.kind, masks, (comparison,))
+    return part, mc.Attribute(attr.name, attr.kind, masks, (comparison,))
 
 
 def _kish_scale(weight: np.ndarray, squares: np.ndarray) -> float:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from statistics import NormalDist
@@ -32,7 +32,7 @@ import metrics_core as mc
 from monitor.config import ModelConfig
 from monitor.core.errors import ConfigError
 from monitor.core.suggest import did_you_mean
-from monitor.evaluation.attributes import AbsentReference, attributes, comparison_sample, narrowed
+from monitor.evaluation.attributes import AbsentReference, attributes, comparison_sample
 from monitor.evaluation.nowcast import (
     LABEL,
     SCORE,
@@ -42,9 +42,9 @@ from monitor.evaluation.nowcast import (
     cross_fitted,
     design_effects,
     distrust,
-    effect_buckets,
     resampled_maps,
     soft_labelled,
+    widened,
 )
 from monitor.evaluation.results import GroupStats, ModelEvaluation, WindowResult
 from monitor.reading.frame import (
@@ -63,7 +63,7 @@ from monitor.reading.pane_store import PaneStore
 from monitor.reading.panes import Panes
 from monitor.reading.plan import ReadPlan
 from monitor.reading.publish import Publisher
-from monitor.sources.contract import WEIGHT, FleetSource, Source
+from monitor.sources.contract import FleetSource, Source
 from monitor.tasks import TASKS, WindowRequest, metrics_for
 
 log = logging.getLogger(__name__)
@@ -330,7 +330,7 @@ class Evaluator:
             return distrust(report.values, checks), checks
         # the map's own error: the estimates again with each resampled map; their spread against the
         # sampling error (unadjusted fixed intervals, of a known z) gives each estimate its design
-        # effect, and the estimates are judged with their comparison's weights divided by it
+        # effect, by whose square root its interval (the engine's: adjusted, anytime) is widened
         fixed: dict[str, Any] = {"adjust": "none", "method": "fixed"}
         base, _ = self._compute(soft, metrics, n_alerting, model, flagged, attrs=attrs, **fixed)
         draws = [
@@ -347,8 +347,9 @@ class Evaluator:
         ]
         z = NormalDist().inv_cdf(0.5 + self.confidence / 2)
         effects = design_effects(base.values, draws, z=z)
-        report, _ = self._compute(soft, metrics, n_alerting, model, flagged, attrs=attrs, effects=effects)
-        return distrust(_as_rows(report.values, base.values), checks), checks
+        report, _ = self._compute(soft, metrics, n_alerting, model, flagged, attrs=attrs)
+        estimates = widened(report.values, effects, min_samples=model.min_samples)
+        return distrust(estimates, checks), checks
 
     def _attributes(self, frame: pd.DataFrame, flagged: frozenset[str]) -> list[mc.Attribute]:
         # sampling weights: a group's min_size and rank among max_groups by its effective sample
@@ -392,12 +393,10 @@ class Evaluator:
         flagged: frozenset[str],
         *,
         attrs: list[mc.Attribute] | None = None,
-        effects: Mapping[tuple[str, str, str, str], float] | None = None,
         **overrides: Any,
     ) -> tuple[mc.Report, list[mc.Attribute]]:
-        """The report of ``metrics`` on ``frame``. ``attrs``: the frame's attributes, when already built;
-        ``effects``: a design effect per estimate (attribute, group, reference, metric), each comparison
-        then evaluated with its weights divided by its metrics' (:func:`.nowcast.effect_buckets`); ``overrides``: fields of the request."""
+        """The report of ``metrics`` on ``frame``; ``attrs``: the frame's attributes, when already
+        built; ``overrides``: fields of the request."""
         attrs = attrs if attrs is not None else self._attributes(frame, flagged)
         n_comparisons = sum(len(a.comparisons) for a in attrs)
         request = WindowRequest(
@@ -414,39 +413,23 @@ class Evaluator:
         )
         request = dataclasses.replace(request, **overrides)
         task = TASKS[model.task]
-        sampled = WEIGHT_SQUARES in frame.columns
-        if not sampled and effects is None:
+        if WEIGHT_SQUARES not in frame.columns:
             return task.evaluate(task_data(frame), attrs, request), attrs
-        # sampling weights, design effects: the model values on the whole window (its effective
-        # sample); each comparison on its own rows - a side of it on its own effective sample, all of
-        # it divided by its design effect
+        # sampling weights: the model values on the window's effective sample; each comparison on its
+        # own rows, its group and its reference each on its own effective sample
         whole = task.evaluate(task_data(effective_sample(frame)), attrs, request)
         # the fair ranges relative to the window's overall AUC; a step-down (holm) over the whole family
         # would need every value at once: bonferroni, its single-step bound
         anchors = {v.metric: v.value for v in whole.model}
         adjust = "bonferroni" if request.adjust == "holm" else request.adjust
         request = dataclasses.replace(request, anchors=anchors, adjust=adjust)
-        values: list[mc.MetricValue] = []
-        for attr in attrs:
-            for comparison in attr.comparisons:
-                part, one = (
-                    comparison_sample(frame, attr, comparison)
-                    if sampled
-                    else (frame, narrowed(attr, comparison))
-                )
-                if effects is None:
-                    values += task.evaluate(task_data(part), [one], request).values
-                    continue
-                side = (attr.name, comparison.group, comparison.reference)
-                mine = {m: effects.get((*side, m), 1.0) for m in request.metrics}
-                found: list[mc.MetricValue] = []
-                for effect, names in effect_buckets(mine):
-                    scaled = part.assign(**{WEIGHT: part[WEIGHT].to_numpy(dtype=np.float64) / effect})
-                    found += task.evaluate(
-                        task_data(scaled), [one], dataclasses.replace(request, metrics=names)
-                    ).values
-                order = {m: i for i, m in enumerate(request.metrics)}
-                values += sorted(found, key=lambda v: order.get(v.metric, len(order)))
+        values = [
+            value
+            for attr in attrs
+            for comparison in attr.comparisons
+            for part, one in [comparison_sample(frame, attr, comparison)]
+            for value in task.evaluate(task_data(part), [one], request).values
+        ]
         return dataclasses.replace(whole, values=tuple(values)), attrs
 
     def _group_stats(
@@ -484,28 +467,6 @@ class Evaluator:
                 for c in a.comparisons
             ]
         return stats
-
-
-def _as_rows(values: Sequence[mc.MetricValue], rows: Sequence[mc.MetricValue]) -> list[mc.MetricValue]:
-    """Estimates judged on weights divided by their design effect, with the row counts they stand for
-    (from ``rows``, the same estimates undivided); one whose divided support fell below
-    ``min_samples`` says so."""
-    counted = {(v.attribute, v.group, v.reference, v.metric): v for v in rows}
-    out = []
-    for v in values:
-        row = counted.get((v.attribute, v.group, v.reference, v.metric))
-        if row is None:
-            out.append(v)
-            continue
-        reason = v.reason
-        if v.state == "insufficient_data" and reason is None and row.state != "insufficient_data":
-            reason = "the calibration's own uncertainty leaves it worth fewer labelled rows than min_samples"
-        out.append(
-            dataclasses.replace(
-                v, n_group=row.n_group, n_reference=row.n_reference, support=row.support, reason=reason
-            )
-        )
-    return out
 
 
 def _needs_labels(metric: str) -> bool:

@@ -49,9 +49,9 @@ __all__ = [
     "cross_fitted",
     "design_effects",
     "distrust",
-    "effect_buckets",
     "resampled_maps",
     "soft_labelled",
+    "widened",
 ]
 
 #: The canonical frame's score and label columns.
@@ -88,6 +88,10 @@ def calibration_map(
         return lambda s: np.clip(np.asarray(s, dtype=np.float64), 0.0, 1.0)
     from sklearn.isotonic import IsotonicRegression  # only where a model nowcasts
 
+    counted = weight > 0  # a row of weight 0 would get a level of no block: a block of weight 0, no centre
+    score, label, weight = score[counted], label[counted], weight[counted]
+    if len(score) == 0:
+        raise ValueError("no labelled row of positive weight to calibrate on")
     fitted = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip")
     level = fitted.fit_transform(score, label, sample_weight=weight)
     # centred isotonic regression (Oron & Flournoy 2017): each block of the fit is one point, at its
@@ -110,7 +114,7 @@ def cross_fitted(
     fold = np.arange(len(score)) % 2 == 0
     q = np.empty(len(score), dtype=np.float64)
     for train in (fold, ~fold):
-        if not train.any() or train.all():
+        if not (weight[train] > 0).any() or not (weight[~train] > 0).any():
             return calibration_map(score, label, weight, method)(score)
         q[~train] = calibration_map(score[train], label[train], weight[train], method)(score[~train])
     return q
@@ -128,11 +132,14 @@ def resampled_maps(
     None for ``identity``, which fits nothing. Seeded by the rows, so one window gives one answer."""
     if method == "identity" or resamples == 0:
         return []
-    rng = np.random.default_rng([len(score), int(label.sum()), resamples])
+    # seeded by the rows (the window's scores, not only their counts: two windows draw differently)
+    rng = np.random.default_rng([len(score), int(label.sum()), resamples, int(score.sum() * 1e6) % 2**32])
     maps = []
     for _ in range(resamples):
         drawn = weight * rng.poisson(1.0, len(score))
         keep = drawn > 0
+        if not keep.any():
+            continue
         maps.append(calibration_map(score[keep], label[keep], drawn[keep], method))
     return maps
 
@@ -141,44 +148,72 @@ def design_effects(
     base: Sequence[mc.MetricValue], draws: Sequence[Sequence[mc.MetricValue]], *, z: float
 ) -> dict[tuple[str, str, str, str], float]:
     """Per estimate (attribute, group, reference, metric): how much the map's error adds to its
-    variance, as a factor ``1 + var_map / var_sampling``.
+    variance, as a factor ``1 + var_map / var_sampling``; infinite where the estimate is defined but
+    most resampled maps leave it undefined (the map is too uncertain to say).
 
-    ``base`` are the estimates at an unadjusted level of ``z`` (their sampling standard error is the
-    interval's width over ``2 z``), ``draws`` the same estimates from each resampled map (their spread
-    is the map's). Dividing a comparison's weights by the factor widens its intervals by the factor's
-    square root and leaves every value as it is: the engine's own intervals, adjustments and
-    confidence sequences then hold for the whole variance."""
+    ``base`` are the estimates at an unadjusted fixed level of ``z`` (their sampling standard error is
+    the interval's width over ``2 z``), ``draws`` the same estimates from each resampled map (their
+    spread is the map's)."""
     spread: dict[tuple[str, str, str, str], list[float]] = {}
     for values in draws:
         for v in values:
             spread.setdefault((v.attribute, v.group, v.reference, v.metric), []).append(v.value)
     effects: dict[tuple[str, str, str, str], float] = {}
     for v in base:
+        if not math.isfinite(v.value):
+            continue
         key = (v.attribute, v.group, v.reference, v.metric)
         drawn = np.asarray(spread.get(key, []), dtype=np.float64)
         drawn = drawn[np.isfinite(drawn)]
+        if len(drawn) < max(2, (len(draws) + 1) // 2):
+            effects[key] = math.inf
+            continue
         se = (v.ci_upper - v.ci_lower) / (2 * z)
-        if len(drawn) < max(2, len(draws) // 2) or not se > 0:
-            continue  # undefined, or no interval to widen
-        effects[key] = 1.0 + float(drawn.var(ddof=1)) / se**2
+        if se > 0:  # else no interval to widen (a metric without one, a value certain by construction)
+            effects[key] = 1.0 + float(drawn.var(ddof=1)) / se**2
     return effects
 
 
-def effect_buckets(effects: dict[str, float], *, spread: float = 1.25) -> list[tuple[float, list[str]]]:
-    """One comparison's metrics (name -> design effect) in buckets whose effects are within ``spread``
-    of each other, each with its largest: one evaluation per bucket, not per metric, and no metric's
-    interval widened by more than ``sqrt(spread)`` beyond its own.
+def widened(
+    values: Sequence[mc.MetricValue], effects: dict[tuple[str, str, str, str], float], *, min_samples: float
+) -> list[mc.MetricValue]:
+    """``values`` (the engine's estimates, their intervals adjusted or anytime as configured) with each
+    side of each interval stretched from the value by the square root of its design effect, and judged
+    again: the interval then holds the map's variance beside the sampling's, in the proportion the
+    engine's own interval has to its standard error. A rate or AUC keeps its interval within [0, 1].
+    An estimate whose effect is infinite is ``insufficient_data`` with the reason."""
+    out = []
+    for v in values:
+        effect = effects.get((v.attribute, v.group, v.reference, v.metric), 1.0)
+        if math.isinf(effect):
+            nan = math.nan
+            reason = (
+                "undefined under most resampled calibrations: the calibration is too uncertain to estimate it"
+            )
+            out.append(
+                replace(v, value=nan, ci_lower=nan, ci_upper=nan, state="insufficient_data", reason=reason)
+            )
+            continue
+        if effect <= 1.0 or not math.isfinite(v.ci_lower) or not math.isfinite(v.ci_upper):
+            out.append(v)
+            continue
+        stretch = math.sqrt(effect)
+        lower = v.value - stretch * (v.value - v.ci_lower)
+        upper = v.value + stretch * (v.ci_upper - v.value)
+        if _bounded(v.metric) and v.ci_lower >= 0.0 and v.ci_upper <= 1.0:
+            lower, upper = max(lower, 0.0), min(upper, 1.0)
+        state = str(
+            mc.judge(
+                v.value, lower, upper, v.fair_min, v.fair_max, support=v.support, min_samples=min_samples
+            )
+        )
+        out.append(replace(v, ci_lower=lower, ci_upper=upper, state=state))
+    return out
 
-    >>> effect_buckets({"a": 1.0, "b": 1.1, "c": 3.0, "d": 2.6})
-    [(1.1, ['a', 'b']), (3.0, ['d', 'c'])]
-    """
-    buckets: list[tuple[float, list[str]]] = []
-    for name, effect in sorted(effects.items(), key=lambda item: item[1]):
-        if buckets and effect <= spread * effects[buckets[-1][1][0]]:
-            buckets[-1] = (effect, [*buckets[-1][1], name])
-        else:
-            buckets.append((effect, [name]))
-    return buckets
+
+def _bounded(metric: str) -> bool:
+    """A metric that is a proportion (a rate, an accuracy, an AUC): its interval stays in [0, 1]."""
+    return metric.endswith(("_auc", "_rate", "_value")) or metric == "accuracy"
 
 
 def soft_labelled(frame: pd.DataFrame, q: np.ndarray, *, every_row: bool = False) -> pd.DataFrame:

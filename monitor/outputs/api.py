@@ -129,6 +129,7 @@ class SeriesJson(TypedDict):
     metric: str
     attribute: str
     group: str
+    basis: str  # labels, or estimate (models[].nowcast)
     points: list[list[str | float | None]]
 
 
@@ -148,7 +149,7 @@ _PLUS_OFFSET = re.compile(r"(?<=\d) (\d\d(?::?\d\d)?)$")
 
 def history_data(history: History, params: Mapping[str, list[str]]) -> HistoryData:
     """The ``data`` object of ``/api/v1/history``: every kept series of the ``model`` parameters
-    (default: all), filtered by ``window``, ``metric``, ``attribute`` and ``group`` and from
+    (default: all), filtered by ``window``, ``metric``, ``attribute``, ``group`` and ``basis`` and from
     ``since`` (ISO 8601) on. Raises ValueError naming a bad parameter."""
     since = None
     if "since" in params:

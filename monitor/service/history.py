@@ -31,12 +31,14 @@ __all__ = ["History", "Series", "SeriesKey"]
 
 
 class SeriesKey(NamedTuple):
-    """One judged value's identity across evaluations."""
+    """One judged value's identity across evaluations: ``basis`` ``labels`` for the realised value,
+    ``estimate`` for the value estimated before the labels (``models[].nowcast``)."""
 
     window: str
     metric: str
     attribute: str
     group: str
+    basis: str = "labels"
 
 
 @dataclass(frozen=True)
@@ -113,24 +115,20 @@ class History:
                 return  # kept already
             while frames and frames[-1].at >= evaluation.evaluated_at:
                 frames.pop()  # the clock stepped back: what was recorded at or after it goes
-            keys = tuple(
-                SeriesKey(w.window, v.metric, v.attribute, v.group)
+            judged = [
+                (SeriesKey(w.window, v.metric, v.attribute, v.group, basis), v)
                 for w in evaluation.windows
-                for v in w.values
-            )
+                for basis, values in (("labels", w.values), ("estimate", w.estimates))
+                for v in values
+            ]
+            keys = tuple(key for key, _ in judged)
             if frames and frames[-1].keys == keys:
                 keys = frames[-1].keys  # one tuple shared by consecutive evaluations
             values = np.array(
-                [
-                    (v.value, v.ci_lower, v.ci_upper, v.fair_min, v.fair_max)
-                    for w in evaluation.windows
-                    for v in w.values
-                ],
+                [(v.value, v.ci_lower, v.ci_upper, v.fair_min, v.fair_max) for _, v in judged],
                 dtype=np.float64,
             ).reshape(len(keys), 5)
-            states = np.array(
-                [_STATE_INDEX[v.state] for w in evaluation.windows for v in w.values], dtype=np.uint8
-            )
+            states = np.array([_STATE_INDEX[v.state] for _, v in judged], dtype=np.uint8)
             frames.append(_Frame(evaluation.evaluated_at, keys, values, states))
             self._version += 1
 
@@ -156,8 +154,8 @@ class History:
         where: Mapping[str, Iterable[str]] | None = None,
     ) -> list[Series]:
         """The model's series (each key in the order first seen), evaluations at or after ``since``;
-        ``where`` keeps keys whose ``window``/``metric``/``attribute``/``group`` is among the
-        given values."""
+        ``where`` keeps keys whose ``window``/``metric``/``attribute``/``group``/``basis`` is among
+        the given values."""
         with self._lock:
             frames = [f for f in self._frames.get(model, ()) if since is None or f.at >= since]
         wanted = {name: set(values) for name, values in (where or {}).items()}

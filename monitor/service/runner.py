@@ -181,7 +181,8 @@ def _log_transitions(update: AlertUpdate) -> None:
 
 def _series(alert: ActiveAlert) -> str:
     labels = alert.labels
+    estimated = " (estimated, labels pending)" if labels.get("basis") == "estimate" else ""
     return (
         f"{labels.get('metric')} for {labels.get('attribute')}={labels.get('group')} "
-        f"in model {labels.get('model')}, window {labels.get('window')}"
+        f"in model {labels.get('model')}, window {labels.get('window')}{estimated}"
     )

@@ -312,8 +312,20 @@ def test_alerts_mirror_prometheus_alerts() -> None:
     assert states == {"white": "firing", "asian": "pending"}
     assert all(s.value == 1 for s in samples)
     assert set(samples[0].labels) == {
-        "model", "window", "attribute", "group", "reference", "metric", "alertstate"
+        "model", "window", "attribute", "group", "reference", "metric", "basis", "alertstate"
     }  # fmt: skip
+    assert {s.labels["basis"] for s in samples} == {"labels"}  # realised alerts carry no basis label
+
+
+def test_an_estimate_alert_and_its_realised_twin_are_two_series() -> None:
+    from dataclasses import replace
+
+    snapshot = rich_snapshot()
+    firing = next(a for a in snapshot.alerts if a.state == "firing")
+    twin = replace(firing, labels={**firing.labels, "basis": "estimate", "severity": "info"})
+    samples = families_of(replace(snapshot, alerts=(*snapshot.alerts, twin)))["fairwatch_alerts"].samples
+    bases = sorted(s.labels["basis"] for s in samples if s.labels["group"] == firing.labels["group"])
+    assert bases == ["estimate", "labels"]
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -212,6 +212,43 @@ def test_the_live_view_and_the_report_show_estimates_apart(tmp_path: Path) -> No
     assert calibration.count('<tr class="ok">') == 2  # groups a and b pass
 
 
+def test_the_history_chart_continues_the_realised_line_with_the_estimates_dashed(tmp_path: Path) -> None:
+    """Two evaluations an hour apart kept in the history: the realised values drawn at their label
+    window's end (a day before each evaluation), the estimates dashed at the evaluations, a rule where
+    the labels end; /api/v1/history tells the two apart by ``basis``."""
+    import re
+
+    from monitor.outputs.api import history_data
+    from monitor.outputs.html.sections import window_view
+    from monitor.service.history import History
+
+    url = _store(tmp_path, _pending(scenario()), "now")
+    history = History(10)
+    for at in (NOW - timedelta(hours=1), NOW):
+        history.add(_evaluate(_model(url), at))
+    last = _evaluate(_model(url), NOW)
+    (window,) = last.windows
+    series = history.series("loans")
+    bases = {(s.key.metric, s.key.basis) for s in series if s.key.group == "b"}
+    assert ("equal_opportunity_difference", "estimate") in bases
+    assert ("equal_opportunity_difference", "labels") in bases
+    assert ("disparate_impact", "estimate") not in bases  # a label-free metric is never estimated
+    page = window_view(window, series, model="loans", min_samples=100)
+    card = page.split('id="m-loans-1d-equal_opportunity_difference"')[1].split("</section>")[0]
+    assert "dashed: estimated, labels pending" in card  # the legend says what the dashes are
+    dashed = re.findall(r'<path class="series estimate" d="M([\d.]+),[^"]*"[^>]*stroke-dasharray', card)
+    solid = re.findall(r'<path class="series" d="M([\d.]+),', card)
+    assert len(dashed) == 1 and len(solid) == 1  # group b (against a), realised and estimated
+    rule = re.search(r'<line class="labels-end" x1="([\d.]+)"', card)
+    assert rule is not None
+    # the chart spans a day and an hour: realised points a day before the estimates, at its left
+    assert max(float(x) for x in solid) < float(rule.group(1)) < min(float(x) for x in dashed)
+    other = page.split('id="m-loans-1d-disparate_impact"')[1].split("</section>")[0]
+    assert "estimate" not in other and "labels-end" not in other  # only where estimates exist
+    served = history_data(history, {"basis": ["estimate"]})["series"]
+    assert served and {s["basis"] for s in served} == {"estimate"}
+
+
 # --- found by review: each failed before its fix ------------------------------------------------
 
 

@@ -10,6 +10,7 @@ intervals (a design effect dividing its weights).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -22,13 +23,18 @@ import metrics_core as mc
 from monitor.config import settings_from_dict
 from monitor.core.errors import ConfigError
 from monitor.evaluation.evaluators import build_evaluators
-from monitor.evaluation.nowcast import calibration_map, design_effects
+from monitor.evaluation.nowcast import calibration_map, design_effects, widened
 from monitor.sources import MemorySource
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 DELAY = timedelta(days=7)
 AUCS = ("subgroup_auc", "bpsn_auc")
-METRICS = [*AUCS, "false_positive_rate_difference", "equal_opportunity_difference"]
+METRICS = [
+    *AUCS,
+    "false_positive_rate_difference",
+    "equal_opportunity_difference",
+    "equalized_odds_difference",
+]
 
 
 def _day(rng: np.random.Generator, day: datetime, rows: int) -> pd.DataFrame:
@@ -60,9 +66,12 @@ def _model(*, delay: timedelta, nowcast: dict[str, Any] | None = None) -> dict[s
     }
 
 
-def _window(model: dict[str, Any], log: pd.DataFrame, at: datetime) -> Any:
+def _window(
+    model: dict[str, Any], log: pd.DataFrame, at: datetime, alerts: dict[str, Any] | None = None
+) -> Any:
     source = MemorySource(log, timestamp_column="ts", name="log")
-    with build_evaluators(settings_from_dict({"models": [model]}), memory_sources={"log": source}) as built:
+    settings = settings_from_dict({"models": [model], "alerts": alerts or {}})
+    with build_evaluators(settings, memory_sources={"log": source}) as built:
         (window,) = built["loans"].evaluate(at).windows
     return window
 
@@ -88,30 +97,83 @@ def test_the_isotonic_map_joins_the_centres_of_its_blocks() -> None:
     np.testing.assert_allclose(mapped, [0.0, 0.25, 0.5, 0.75, 1.0])
 
 
-def test_a_design_effect_is_one_plus_the_maps_variance_over_the_sampling_variance() -> None:
-    def value(metric: str, v: float, lower: float = math.nan, upper: float = math.nan) -> mc.MetricValue:
-        return mc.MetricValue("g", "b", "a", metric, v, lower, upper, -0.1, 0.1, "ok", 500, 500, 500)
+def _estimate(metric: str, v: float, lower: float = math.nan, upper: float = math.nan) -> mc.MetricValue:
+    return mc.MetricValue("g", "b", "a", metric, v, lower, upper, -0.1, 0.1, "ok", 500, 500, 500)
 
-    base = [value("m1", 0.5, 0.4, 0.6), value("m2", 0.0, -0.02, 0.02)]
-    draws = [[value("m1", x), value("m2", 0.0)] for x in (0.5, 0.6, 0.4, 0.5)]
-    # m1: se = 0.2 / (2 * 2) = 0.05, the draws' variance (ddof 1) = 0.02 / 3; m2 does not vary
+
+def test_a_design_effect_is_one_plus_the_maps_variance_over_the_sampling_variance() -> None:
+    base = [_estimate("m1", 0.5, 0.4, 0.6), _estimate("m2", 0.0, -0.02, 0.02), _estimate("m3", 0.1, 0, 0.2)]
+    draws = [
+        [_estimate("m1", x), _estimate("m2", 0.0), _estimate("m3", y)]
+        for x, y in ((0.5, math.nan), (0.6, math.nan), (0.4, math.nan), (0.5, 0.1))
+    ]
+    # m1: se = 0.2 / (2 * 2) = 0.05, the draws' variance (ddof 1) = 0.02 / 3; m2 does not vary;
+    # m3 is undefined under 3 of the 4 maps: too uncertain to estimate
     effects = design_effects(base, draws, z=2.0)
     assert effects == {
         ("g", "b", "a", "m1"): pytest.approx(1 + (0.02 / 3) / 0.05**2),
         ("g", "b", "a", "m2"): 1.0,
+        ("g", "b", "a", "m3"): math.inf,
     }
 
 
-def test_resampling_widens_the_intervals_and_keeps_the_values() -> None:
+def test_widening_stretches_each_side_by_the_root_of_the_effect_and_judges_again() -> None:
+    values = [
+        _estimate("gap", 0.2, 0.12, 0.25),  # a violation of [-0.1, 0.1]: its interval lies above 0.1
+        _estimate("subgroup_auc", 0.9, 0.85, 0.97),
+        _estimate("other", 0.0, -0.05, 0.05),
+        _estimate("unsure", 0.3, 0.2, 0.4),
+    ]
+    values[0] = dataclasses.replace(values[0], state="violation")
+    effects = {
+        ("g", "b", "a", "gap"): 4.0,
+        ("g", "b", "a", "subgroup_auc"): 4.0,
+        ("g", "b", "a", "unsure"): math.inf,
+    }
+    gap, auc, other, unsure = widened(values, effects, min_samples=100)
+    # by hand: sqrt(4) = 2; 0.2 - 2 * 0.08 = 0.04 and 0.2 + 2 * 0.05 = 0.3; 0.04 reaches into the range
+    assert (gap.value, gap.ci_lower, gap.ci_upper) == (0.2, pytest.approx(0.04), pytest.approx(0.3))
+    assert gap.state == "inconclusive"
+    assert (auc.ci_lower, auc.ci_upper) == (
+        pytest.approx(0.8),
+        1.0,
+    )  # 0.9 + 2 * 0.07 = 1.04, an AUC stops at 1
+    assert other == values[2]  # no effect, nothing changes
+    assert math.isnan(unsure.value) and unsure.state == "insufficient_data"
+    assert unsure.reason is not None and "resampled calibrations" in unsure.reason
+
+
+def test_a_labelled_row_of_weight_zero_does_not_break_the_map() -> None:
+    # a review's case: sklearn gives the zero-weight row a level between two blocks, a block of no
+    # weight whose centre was 0 / 0
+    score = np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6])
+    label = np.array([0.0, 0.0, 0.0, 1.0, 1.0, 1.0])
+    weight = np.array([1.0, 1.0, 1.0, 0.0, 1.0, 1.0])
+    mapped = calibration_map(score, label, weight, "isotonic")(
+        np.array([0.1, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6])
+    )
+    # without the zero-weight row: blocks {0.1, 0.2, 0.3} -> 0 (centre 0.2), {0.5, 0.6} -> 1 (centre 0.55)
+    np.testing.assert_allclose(
+        mapped, [0.0, 0.1 / 0.35, 0.15 / 0.35, 0.2 / 0.35, 0.25 / 0.35, 0.3 / 0.35, 1.0]
+    )
+
+
+@pytest.mark.parametrize(
+    "alerts", [{}, {"method": "anytime"}, {"adjust": "holm"}], ids=["fixed", "anytime", "holm"]
+)
+def test_resampling_widens_the_intervals_and_keeps_the_values(alerts: dict[str, Any]) -> None:
+    """Whatever interval the engine gives (fixed, a confidence sequence, Holm-adjusted), and for a
+    folded metric too (equalized odds: the larger of two gaps)."""
     pending, _, at = _days(0, labelled=1500, today=8000)
-    plain = _b(_window(_model(delay=DELAY, nowcast={"enabled": True, "resamples": 0}), pending, at).estimates)
-    widened = _b(_window(_model(delay=DELAY, nowcast={"enabled": True}), pending, at).estimates)
-    assert set(plain) == set(widened) == set(METRICS)
+    plain_model = _model(delay=DELAY, nowcast={"enabled": True, "resamples": 0})
+    plain = _b(_window(plain_model, pending, at, alerts).estimates)
+    wide = _b(_window(_model(delay=DELAY, nowcast={"enabled": True}), pending, at, alerts).estimates)
+    assert set(plain) == set(wide) == set(METRICS)
     wider = 0
     for metric, v in plain.items():
-        w = widened[metric]
+        w = wide[metric]
         assert w.value == pytest.approx(v.value, rel=1e-9, abs=1e-12)
-        assert (w.n_group, w.n_reference) == (v.n_group, v.n_reference)  # the rows, not the effective size
+        assert (w.n_group, w.n_reference, w.support) == (v.n_group, v.n_reference, v.support)
         assert w.ci_lower <= v.ci_lower + 1e-12 and w.ci_upper >= v.ci_upper - 1e-12
         wider += w.ci_upper - w.ci_lower > 1.05 * (v.ci_upper - v.ci_lower)
     assert wider >= 2  # 1,500 labelled rows: the map's error is not negligible (the AUCs' at least)

@@ -47,10 +47,16 @@ def overview_panels(group_metrics: list[str]) -> list[Panel]:
             ("Insufficient data", "insufficient_data"),
         )
     ]
-    firing = sel(series.ALERTS, COMPANION, alertstate="firing")
+    firing = sel(series.ALERTS, COMPANION, alertstate="firing", basis="labels")
     age = f"time() - {sel(series.LAST_SUCCESS, MODEL)}"
     stats += [
-        stat("Firing alerts", "fairwatch alerts firing now.", f"count({firing}) or vector(0)", "red"),
+        stat(
+            "Firing alerts",
+            'fairwatch alerts firing now on realised values (alerts from estimates, basis="estimate", '
+            "are in the Alerts table).",
+            f"count({firing}) or vector(0)",
+            "red",
+        ),
         stat(
             "Models behind schedule",
             "Models whose values are older than twice their evaluation interval: their numbers on this "
@@ -63,12 +69,13 @@ def overview_panels(group_metrics: list[str]) -> list[Panel]:
 
 
 def _alerts_table() -> Panel:
-    expr = f"max by (model, window, attribute, group, reference, metric, alertstate) ({sel(series.ALERTS, COMPANION)})"
+    expr = f"max by (model, window, attribute, group, reference, metric, basis, alertstate) ({sel(series.ALERTS, COMPANION)})"
     colors = {"type": "value", "options": {"firing": {"color": "red"}, "pending": {"color": "orange"}}}
     return table(
         "Alerts",
         "Pending and firing fairwatch alerts (fairwatch_alerts, as Prometheus' ALERTS): a value whose "
-        "interval lies entirely outside its fair range, for the configured `for` duration.",
+        "interval lies entirely outside its fair range, for the configured `for` duration. basis: labels "
+        "(realised) or estimate (estimated before the labels, docs/nowcasting.md).",
         [target("A", expr, table=True)],
         size=(24, 6),
         overrides=[
@@ -184,7 +191,7 @@ def alert_annotations() -> dict[str, list[dict[str, Any]]]:
             | {
                 "name": "Fairness alerts",
                 "iconColor": "red",
-                "expr": sel(series.ALERTS, COMPANION, alertstate="firing"),
+                "expr": sel(series.ALERTS, COMPANION, alertstate="firing", basis="labels"),
                 "titleFormat": "{{metric}} alert firing",
                 "textFormat": "{{attribute}}={{group}} vs {{reference}}, window {{window}}",
                 "tagKeys": "model,metric,group",

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta, tzinfo
 from html import escape
 
 import numpy as np
@@ -223,14 +223,13 @@ def _thin(n: int, most: int = MAX_POINTS) -> np.ndarray:
     return np.unique(np.linspace(n - 1, 0, most).round().astype(int))
 
 
-def _time_axis(t: _Linear, times: Sequence[datetime], y: float) -> list[str]:
+def _time_axis(t: _Linear, zone: tzinfo | None, y: float) -> list[str]:
     lo, hi = t.lo, t.hi
     span = hi - lo
     out = [f'<line class="axis" x1="{t.out_lo:.1f}" x2="{t.out_hi:.1f}" y1="{y:.1f}" y2="{y:.1f}"/>']
     fmt = "%H:%M" if span <= 2 * 86400 else "%m-%d"
     if span < 600:
         fmt = "%H:%M:%S"
-    zone = times[0].tzinfo
     for i in range(5):
         at = lo + span * i / 4
         text = datetime.fromtimestamp(at, tz=zone).strftime(fmt)
@@ -275,17 +274,35 @@ def _band(xs: np.ndarray, low: np.ndarray, high: np.ndarray) -> str:
     return "".join(out)
 
 
-def history_chart(series: Sequence[Series], *, label: str) -> str:
+def history_chart(
+    series: Sequence[Series],
+    *,
+    label: str,
+    estimates: Sequence[Series] = (),
+    shift: timedelta = timedelta(0),
+) -> str:
     """Each series' values over time (a line per group, the colour of its index in ``series``),
-    its interval as a shaded band, the fair range as a shaded region behind them."""
-    if not series or not any(len(s.times) for s in series):
+    its interval as a shaded band, the fair range as a shaded region behind them.
+
+    ``estimates``: the same metric estimated before its labels (``models[].nowcast``), a dashed line
+    in its group's colour. The realised values are then drawn at the end of the window they judge
+    (``shift``, the label delay, before the evaluation), so that each group's dashed line continues
+    its solid one up to now; a vertical rule marks where the labels end."""
+    realised = (
+        [(s, [at - shift for at in s.times]) for s in series]
+        if estimates
+        else [(s, list(s.times)) for s in series]
+    )
+    pending = [(s, list(s.times)) for s in estimates]
+    tracks = realised + pending
+    if not any(times for _, times in tracks):
         return _empty(label, "no history yet", "history")
-    stamps = [t.timestamp() for s in series for t in s.times]
+    stamps = [at.timestamp() for _, times in tracks for at in times]
     t_lo, t_hi = min(stamps), max(stamps)
     if t_hi <= t_lo:
         t_lo, t_hi = t_lo - 60, t_hi + 60
-    numbers_ = np.concatenate([s.values[:, :3].ravel() for s in series])
-    fair_all = np.concatenate([s.fair.ravel() for s in series])
+    numbers_ = np.concatenate([s.values[:, :3].ravel() for s, _ in tracks])
+    fair_all = np.concatenate([s.fair.ravel() for s, _ in tracks])
     finite = [float(v) for v in np.concatenate([numbers_, fair_all]) if math.isfinite(v)]
     domain = _domain(finite, (math.nan, math.nan))
     if domain is None:
@@ -295,9 +312,38 @@ def history_chart(series: Sequence[Series], *, label: str) -> str:
     y = _Linear(domain[0], domain[1], bottom, _TOP)
     body: list[str] = []
     # the fair range behind everything: a step band over time (it moves when it is relative)
-    reference = max(series, key=lambda s: len(s.times))
-    keep = _thin(len(reference.times))
-    xs = np.array([t(reference.times[k].timestamp()) for k in keep])
+    for kind in (realised, pending):
+        if any(times for _, times in kind):
+            body += _fair_band_over_time(kind, t, y)
+    for tick in _nice_ticks(*domain):
+        body.append(
+            f'<line class="grid" x1="{_LEFT}" x2="{_W - _RIGHT}" y1="{y(tick):.1f}" y2="{y(tick):.1f}"/>'
+            f'<text x="{_LEFT - 6}" y="{y(tick) + 4:.1f}" text-anchor="end" class="tick">{number(tick)}</text>'
+        )
+    zone = next(times[0].tzinfo for _, times in tracks if times)
+    body += _time_axis(t, zone, bottom)
+    if pending and any(times for _, times in realised):
+        edge = t(max(times[-1] for _, times in realised if times).timestamp())
+        body.append(
+            f'<line class="labels-end" x1="{edge:.1f}" x2="{edge:.1f}" y1="{_TOP}" y2="{bottom}" '
+            'stroke="#666" stroke-dasharray="2 3"><title>labels end here: later values are estimated, '
+            "labels pending</title></line>"
+        )
+    index = {(s.key.attribute, s.key.group): i for i, s in enumerate(series)}
+    for i, (s, times) in enumerate(realised):
+        body += _track(s, times, t, y, color_of(i), dashed=False)
+    for s, times in pending:
+        i = index.get((s.key.attribute, s.key.group), len(series))
+        body += _track(s, times, t, y, color_of(i), dashed=True)
+    return _svg(label, body, _H, "history")
+
+
+def _fair_band_over_time(
+    tracks: Sequence[tuple[Series, list[datetime]]], t: _Linear, y: _Linear
+) -> list[str]:
+    reference, times = max(tracks, key=lambda track: len(track[1]))
+    keep = _thin(len(times))
+    xs = np.array([t(times[k].timestamp()) for k in keep])
     fair = reference.fair[keep]
     low = np.array([y(v) if not math.isnan(v) else math.nan for v in fair[:, 0]])
     high = np.array([y(v) if not math.isnan(v) else math.nan for v in fair[:, 1]])
@@ -305,40 +351,42 @@ def history_chart(series: Sequence[Series], *, label: str) -> str:
         xs = np.array([t.out_lo, t.out_hi])
         low, high = np.repeat(low, 2), np.repeat(high, 2)
     band = _band(xs, low, high)
+    return [f'<path class="fair" d="{band}" fill="{FAIR_FILL}" fill-opacity="0.12"/>'] if band else []
+
+
+def _track(
+    s: Series, times: list[datetime], t: _Linear, y: _Linear, color: str, *, dashed: bool
+) -> list[str]:
+    """One series: its interval band, its line (dashed: an estimate), its newest point ringed in its state's colour."""
+    keep = _thin(len(times))
+    xs = np.array([t(times[k].timestamp()) for k in keep])
+    to_y = np.vectorize(lambda v: y(v) if math.isfinite(v) else math.nan, otypes=[float])
+    values = s.values[keep]
+    out = []
+    band = _band(xs, to_y(values[:, 1]), to_y(values[:, 2])) if len(xs) else ""
     if band:
-        body.append(f'<path class="fair" d="{band}" fill="{FAIR_FILL}" fill-opacity="0.12"/>')
-    for tick in _nice_ticks(*domain):
-        body.append(
-            f'<line class="grid" x1="{_LEFT}" x2="{_W - _RIGHT}" y1="{y(tick):.1f}" y2="{y(tick):.1f}"/>'
-            f'<text x="{_LEFT - 6}" y="{y(tick) + 4:.1f}" text-anchor="end" class="tick">{number(tick)}</text>'
+        opacity = "0.08" if dashed else "0.15"
+        out.append(
+            f'<path class="ci{" estimate" if dashed else ""}" d="{band}" fill="{color}" fill-opacity="{opacity}"/>'
         )
-    body += _time_axis(t, reference.times, bottom)
-    for i, s in enumerate(series):
-        keep = _thin(len(s.times))
-        xs = np.array([t(s.times[k].timestamp()) for k in keep])
-        to_y = np.vectorize(lambda v: y(v) if math.isfinite(v) else math.nan, otypes=[float])
-        values = s.values[keep]
-        color = color_of(i)
-        band = _band(xs, to_y(values[:, 1]), to_y(values[:, 2])) if len(xs) else ""
-        if band:
-            body.append(f'<path class="ci" d="{band}" fill="{color}" fill-opacity="0.15"/>')
-        line = _path(xs, to_y(values[:, 0]))
-        name = f"{s.key.attribute}={s.key.group}"
-        if line:
-            body.append(
-                f'<path class="series" d="{line}" fill="none" stroke="{color}" stroke-width="1.8">'
-                f"<title>{escape(name)}</title></path>"
-            )
-        last = len(s.times) - 1
-        if last >= 0 and math.isfinite(s.value[last]):
-            state = s.states[last]
-            tip = f"{name}: {number(s.value[last])} at {s.times[last]:%H:%M:%S}, {state.replace('_', ' ')}"
-            body.append(
-                f'<circle cx="{t(s.times[last].timestamp()):.1f}" cy="{y(s.value[last]):.1f}" r="3.5" '
-                f'fill="{color}" stroke="{STATE_COLORS.get(state, "#666")}" stroke-width="2">'
-                f"<title>{escape(tip)}</title></circle>"
-            )
-    return _svg(label, body, _H, "history")
+    line = _path(xs, to_y(values[:, 0]))
+    name = f"{s.key.attribute}={s.key.group}" + (" (estimated, labels pending)" if dashed else "")
+    if line:
+        style = ' stroke-dasharray="6 4"' if dashed else ""
+        out.append(
+            f'<path class="series{" estimate" if dashed else ""}" d="{line}" fill="none" stroke="{color}" '
+            f'stroke-width="1.8"{style}><title>{escape(name)}</title></path>'
+        )
+    last = len(times) - 1
+    if last >= 0 and math.isfinite(s.value[last]):
+        state = s.states[last]
+        tip = f"{name}: {number(s.value[last])} at {times[last]:%H:%M:%S}, {state.replace('_', ' ')}"
+        out.append(
+            f'<circle cx="{t(times[last].timestamp()):.1f}" cy="{y(s.value[last]):.1f}" r="3.5" '
+            f'fill="{"#fff" if dashed else color}" stroke="{STATE_COLORS.get(state, "#666")}" stroke-width="2">'
+            f"<title>{escape(tip)}</title></circle>"
+        )
+    return out
 
 
 def state_timeline(series: Sequence[Series], *, label: str) -> str:
@@ -373,5 +421,5 @@ def state_timeline(series: Sequence[Series], *, label: str) -> str:
             )
             begin = k
     reference = max(series, key=lambda s: len(s.times))
-    body += _time_axis(t, reference.times, height - _BOTTOM + 2)
+    body += _time_axis(t, reference.times[0].tzinfo, height - _BOTTOM + 2)
     return _svg(label, body, height, "timeline")

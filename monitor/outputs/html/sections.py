@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from html import escape
 
 from metrics_core import STATES, MetricValue, get_metric
@@ -112,17 +112,30 @@ def _anchor(*parts: str) -> str:
     return escape("-".join(parts).replace(" ", "_"), quote=True)
 
 
-def _legend(series: Sequence[Series]) -> str:
+def _legend(series: Sequence[Series], *, estimated: bool = False) -> str:
     items = "".join(
         f'<li><span class="swatch" data-color="{color_of(i)}"><svg viewBox="0 0 10 10" aria-hidden="true">'
         f'<rect width="10" height="10" fill="{color_of(i)}"/></svg></span>{escape(s.key.group)}</li>'
         for i, s in enumerate(series)
     )
+    if estimated:  # the history chart draws the estimates too
+        items += (
+            '<li class="estimate-key"><svg viewBox="0 0 24 10" width="24" height="10" aria-hidden="true">'
+            '<line x1="0" y1="5" x2="24" y2="5" stroke="#444" stroke-width="2" stroke-dasharray="6 4"/></svg>'
+            "dashed: estimated, labels pending</li>"
+        )
     return f'<ul class="legend">{items}</ul>'
 
 
 def _card(
-    metric: str, values: Sequence[MetricValue], series: Sequence[Series], window: str, model: str
+    metric: str,
+    values: Sequence[MetricValue],
+    series: Sequence[Series],
+    window: str,
+    model: str,
+    *,
+    estimates: Sequence[Series] = (),
+    shift: timedelta = timedelta(0),
 ) -> str:
     try:
         meaning = get_metric(metric).meaning
@@ -139,8 +152,8 @@ def _card(
         f"<h3>{escape(metric)} <small>fair {escape(fair)}</small></h3>"
         f'<p class="meaning">{escape(meaning)}</p>'
         f"{interval_plot(values, label=f'{label}: current values, intervals and fair range')}"
-        f"{_legend(series)}"
-        f"{history_chart(series, label=f'{label}: recent values by group, intervals shaded')}"
+        f"{_legend(series, estimated=bool(estimates))}"
+        f"{history_chart(series, label=f'{label}: recent values by group, intervals shaded', estimates=estimates, shift=shift)}"
         f"{state_timeline(series, label=f'{label}: state of each group over time')}"
         "</section>"
     )
@@ -162,11 +175,26 @@ def window_view(window: WindowResult, series: Sequence[Series], *, model: str, m
     for v in values:
         by_metric.setdefault(v.metric, []).append(v)
     series_of: dict[str, list[Series]] = {}
+    estimated_of: dict[str, list[Series]] = {}
     for s in series:
         if s.key.window == window.window:
-            series_of.setdefault(s.key.metric, []).append(s)
+            (estimated_of if s.key.basis == "estimate" else series_of).setdefault(s.key.metric, []).append(s)
     judged_values = [v for v in values if v.metric in judged]
-    cards = "".join(_card(m, by_metric[m], series_of.get(m, []), window.window, model) for m in judged)
+    # a metric estimated before its labels: its realised history drawn at its label window's end, the
+    # estimates dashed after it, up to now
+    shift = window.end - window.label_end
+    cards = "".join(
+        _card(
+            m,
+            by_metric[m],
+            series_of.get(m, []),
+            window.window,
+            model,
+            estimates=estimated_of.get(m, []),
+            shift=shift,
+        )
+        for m in judged
+    )
     parts = [
         header,
         _summary(judged_values),
@@ -233,12 +261,16 @@ def alerts_view(alerts: Sequence[ActiveAlert], shown: int = 5) -> str:
     if not alerts:
         return '<p class="alerts none">No active alerts.</p>'
     items = []
-    for a in sorted(alerts, key=lambda a: (a.state != "firing", a.active_since)):
+    # firing first, realised before estimated
+    for a in sorted(alerts, key=lambda a: (a.state != "firing", "basis" in a.labels, a.active_since)):
         labels = a.labels
         since = a.firing_since if a.state == "firing" and a.firing_since else a.active_since
         summary = a.annotations.get("summary", "")
+        estimated = labels.get("basis") == "estimate"
+        tag = ' <span class="basis">estimated, labels pending</span>' if estimated else ""
         items.append(
-            f'<li class="alert {escape(a.state)}" title="{escape(summary)}"><b>{escape(a.state)}</b> '
+            f'<li class="alert {escape(a.state)}{" estimate" if estimated else ""}" title="{escape(summary)}">'
+            f"<b>{escape(a.state)}</b>{tag} "
             f"{escape(labels.get('metric', ''))} · {escape(labels.get('attribute', ''))}="
             f"{escape(labels.get('group', ''))} · window {escape(labels.get('window', ''))} · "
             f"value {number(a.value)} <small>since {seconds(since)}</small></li>"

@@ -256,7 +256,8 @@ def _alerts(snapshot: Snapshot) -> GaugeMetricFamily:
     family = GaugeMetricFamily(alerts.name, f"{alerts.help} {SCHEDULED}", labels=alerts.labels)
     seen: set[tuple[str, ...]] = set()
     for alert in snapshot.alerts:
-        key = (*(alert.labels.get(name, "") for name in alerts.labels[:-1]), alert.state)
+        labels = {"basis": "labels", **alert.labels}  # realised alerts carry no basis label
+        key = (*(labels.get(name, "") for name in alerts.labels[:-1]), alert.state)
         if key not in seen:  # two alerts differing only in other labels would be one series
             seen.add(key)
             family.add_metric(list(key), 1)

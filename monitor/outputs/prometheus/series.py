@@ -59,8 +59,9 @@ GROUP_LABELS = ("model", "window", "attribute", "group")
 WINDOW_LABELS = ("model", "window")
 ATTRIBUTE_LABELS = ("model", "window", "attribute")
 MODEL_LABELS = ("model",)
-# The alert's identity (reference included: one group may be judged against two references).
-ALERT_LABELS = ("model", "window", "attribute", "group", "reference", "metric", "alertstate")
+# The alert's identity (reference included: one group may be judged against two references; basis:
+# labels, or estimate for an alert raised from a value estimated before its labels).
+ALERT_LABELS = ("model", "window", "attribute", "group", "reference", "metric", "basis", "alertstate")
 
 
 @dataclass(frozen=True)
@@ -217,7 +218,10 @@ CALIBRATION = (
 )
 
 ALERTS = Family(
-    "alerts", "1 for each pending or firing fairwatch alert, as Prometheus' ALERTS.", ALERT_LABELS
+    "alerts",
+    "1 for each pending or firing fairwatch alert, as Prometheus' ALERTS; basis is estimate for an alert "
+    "raised from a value estimated before its labels, else labels.",
+    ALERT_LABELS,
 )
 
 #: The service's own metrics.
