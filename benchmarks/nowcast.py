@@ -15,9 +15,11 @@ JSON object.
    moment (its scores stay calibrated; its true-positive rate at 0.5 falls from 0.75 to 0.31). The
    service evaluates every ``--every`` hours: the first evaluation whose estimate is a violation,
    and the first whose realised value (labels 7 days late) is.
-3. **A miscalibrated group.** b's labels follow ``p^3``, not ``p`` (its scores overstate its risk):
-   estimated violations with the calibration check, what the same estimates would have said without
-   it (the check's tolerance opened to 0.99), and what the labels say a week later.
+3. **A miscalibrated group.** b's labels follow ``p^3``, not ``p`` (its scores overstate its risk). With
+   one map for every row (``group_map_rows: 0``): estimated violations with the calibration check, what
+   the same estimates would have said without it (the check's tolerance opened to 0.99), and what the
+   labels say a week later. With b's own recalibration (the default, 2,000 labelled rows a day): its
+   estimates' states, and how often their interval covers the value the labels give later.
 4. **A small label window.** b (20%) calibrated on ``--labelled-rows`` (1,500) labelled rows: coverage
    and width of the AUCs' and error-rate gaps' estimates with the map's error in their intervals
    (``resamples: 20``) and without (``resamples: 0``), and the seconds an evaluation takes.
@@ -80,7 +82,9 @@ def day_of_log(
     )
 
 
-def model(delay_days: float, tolerance: float = 0.1, nowcast: bool = True) -> dict[str, Any]:
+def model(
+    delay_days: float, tolerance: float = 0.1, nowcast: bool = True, group_map_rows: int = 1000
+) -> dict[str, Any]:
     return {
         "name": "loans",
         "source": {"kind": "memory", "name": "log"},
@@ -89,7 +93,7 @@ def model(delay_days: float, tolerance: float = 0.1, nowcast: bool = True) -> di
         "windows": [{"name": "1d", "length": "1d"}],
         "label_delay": f"{delay_days * 24:g}h",
         "metrics": [METRIC],
-        "nowcast": {"enabled": nowcast, "tolerance": tolerance},
+        "nowcast": {"enabled": nowcast, "tolerance": tolerance, "group_map_rows": group_map_rows},
         "panes": {"enabled": False},
     }
 
@@ -228,7 +232,7 @@ def miscalibration(reps: int, per_day: int, delay_days: float) -> dict[str, Any]
     row cannot see (at the same score a and b get the same probability)."""
     delay = timedelta(days=delay_days)
     failed_checks, violations, unchecked = 0, 0, Counter[str]()
-    truths = Counter[str]()
+    truths, own_states, own_covered = Counter[str](), Counter[str](), 0
     for rep in range(reps):
         rng = np.random.default_rng([7, rep])
         today = START + delay
@@ -239,20 +243,26 @@ def miscalibration(reps: int, per_day: int, delay_days: float) -> dict[str, Any]
             ]
         )
         at = today + timedelta(days=1)
-        with_check = evaluate(model(delay_days), pending(log, at, delay), at)
-        without = evaluate(model(delay_days, tolerance=0.99), pending(log, at, delay), at)
+        with_check = evaluate(model(delay_days, group_map_rows=0), pending(log, at, delay), at)
+        without = evaluate(model(delay_days, tolerance=0.99, group_map_rows=0), pending(log, at, delay), at)
+        own_map = evaluate(model(delay_days), pending(log, at, delay), at)
         truth = b_value(evaluate(model(0, nowcast=False), log, at).values)
         failed_checks += any(c.group == "b" and not c.passed for c in with_check.calibration)
         estimate, loose = b_value(with_check.estimates), b_value(without.estimates)
         violations += estimate is not None and estimate.state == "violation"
         unchecked[loose.state if loose is not None else "none"] += 1
         truths[truth.state if truth is not None else "none"] += 1
+        own = b_value(own_map.estimates)
+        own_states[own.state if own is not None else "none"] += 1
+        own_covered += own is not None and truth is not None and own.ci_lower <= truth.value <= own.ci_upper
     return {
         "days": reps,
         "checks_failed": failed_checks,
         "estimated_violations": violations,
         "estimates_without_the_check": dict(unchecked),
         "the_labels_later_say": dict(truths),
+        "with_its_own_map": dict(own_states),
+        "own_map_covers_the_later_value": own_covered,
     }
 
 

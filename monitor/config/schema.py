@@ -258,6 +258,10 @@ class NowcastConfig(_Strict):
     # estimates' intervals include the map's own error; 0: they do not (faster, and narrower than
     # they should be unless the label window holds many thousand labelled rows)
     resamples: int = Field(default=20, ge=0, le=1000)
+    # a group of a categorical attribute with this many labelled rows (of both labels) gets its own
+    # recalibration of the map (logistic, on the map's logit); smaller groups, indicator attributes'
+    # groups and 0: the map of every row
+    group_map_rows: int = Field(default=1000, ge=0)
 
     @field_validator("resamples")
     @classmethod

@@ -16,6 +16,7 @@ from :data:`monitor.tasks.TASKS`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -36,13 +37,15 @@ from monitor.evaluation.attributes import AbsentReference, attributes, compariso
 from monitor.evaluation.nowcast import (
     LABEL,
     SCORE,
+    Calibration,
     CalibrationCheck,
     calibration_checks,
-    calibration_map,
     cross_fitted,
     design_effects,
     distrust,
-    resampled_maps,
+    fit_calibration,
+    recalibrated,
+    resampled_calibrations,
     soft_labelled,
     widened,
 )
@@ -307,49 +310,92 @@ class Evaluator:
         weight = row_counts(effective_sample(known))  # sampling weights: as many rows as they are worth
         if count_rows(known) < model.min_samples or label.min(initial=1.0) == label.max(initial=0.0):
             return [], []  # nothing to calibrate on yet (said by the realised values' reasons)
-        probability = calibration_map(score, label, weight, model.nowcast.calibration)
+        nowcast = model.nowcast
+        known_attrs = self._attributes(known, flagged)
+        method, rows = nowcast.calibration, nowcast.group_map_rows
+        calibration = fit_calibration(score, label, weight, method, known_attrs, group_rows=rows)
+        probabilities, own = cross_fitted(score, label, weight, method, known_attrs, group_rows=rows)
         checks = calibration_checks(
-            self._attributes(known, flagged),
-            cross_fitted(score, label, weight, model.nowcast.calibration),
+            known_attrs,
+            probabilities,
             label,
             weight,
             confidence=self.confidence,
-            tolerance=model.nowcast.tolerance,
+            tolerance=nowcast.tolerance,
             min_samples=model.min_samples,
+            own=own,
         )
         if not outcome[LABEL].isna().any():
             return [], checks  # every label is in: the realised values are the window's
         # every row of the window weighs its probability: the labels that came early are a selection (a
         # default is known before a repayment is), and would be counted beside the pending rows' q
         scores = outcome[SCORE].to_numpy(dtype=np.float64)
-        soft = soft_labelled(outcome, probability(scores), every_row=True)
-        attrs = self._attributes(soft, flagged)
-        maps = resampled_maps(score, label, weight, model.nowcast.calibration, model.nowcast.resamples)
-        if not maps:  # identity: no map to be wrong about
-            report, _ = self._compute(soft, metrics, n_alerting, model, flagged, attrs=attrs)
-            return distrust(report.values, checks), checks
-        # the map's own error: the estimates again with each resampled map; their spread against the
-        # sampling error (unadjusted fixed intervals, of a known z) gives each estimate its design
+        attrs = self._attributes(soft_labelled(outcome, calibration.pooled(scores), every_row=True), flagged)
+        estimate = functools.partial(
+            self._estimates, outcome, scores, attrs, metrics, n_alerting, model, flagged
+        )
+        fitted = method == "isotonic" or any(calibration.fits.values())
+        resampled = (
+            resampled_calibrations(
+                score, label, weight, method, known_attrs, group_rows=rows, resamples=nowcast.resamples
+            )
+            if fitted
+            else []
+        )
+        if not resampled:  # identity and no group's own map: nothing fitted to be wrong about
+            return distrust(estimate(calibration), checks), checks
+        # the map's own error: the estimates again with each resampled calibration; their spread against
+        # the sampling error (unadjusted fixed intervals, of a known z) gives each estimate its design
         # effect, by whose square root its interval (the engine's: adjusted, anytime) is widened
         fixed: dict[str, Any] = {"adjust": "none", "method": "fixed"}
-        base, _ = self._compute(soft, metrics, n_alerting, model, flagged, attrs=attrs, **fixed)
-        draws = [
-            self._compute(
-                soft_labelled(outcome, again(scores), every_row=True),
-                metrics,
-                n_alerting,
-                model,
-                flagged,
-                attrs=attrs,
-                **fixed,
-            )[0].values
-            for again in maps
-        ]
+        draws = [estimate(again, **fixed) for again in resampled]
         z = NormalDist().inv_cdf(0.5 + self.confidence / 2)
-        effects = design_effects(base.values, draws, z=z)
-        report, _ = self._compute(soft, metrics, n_alerting, model, flagged, attrs=attrs)
-        estimates = widened(report.values, effects, min_samples=model.min_samples)
+        effects = design_effects(estimate(calibration, **fixed), draws, z=z)
+        estimates = widened(estimate(calibration), effects, min_samples=model.min_samples)
         return distrust(estimates, checks), checks
+
+    def _estimates(
+        self,
+        outcome: pd.DataFrame,
+        scores: np.ndarray,
+        attrs: list[mc.Attribute],
+        metrics: Sequence[str],
+        n_alerting: int,
+        model: ModelConfig,
+        flagged: frozenset[str],
+        calibration: Calibration,
+        **overrides: Any,
+    ) -> list[mc.MetricValue]:
+        """The outcome window's label metrics with every row soft-labelled by ``calibration`` (``attrs``:
+        the soft-labelled frame's attributes): on the pooled map's probabilities, and again per
+        attribute whose groups have maps of their own - one family, the pooled window's anchors."""
+        pooled = calibration.pooled(scores)
+        report, _ = self._compute(
+            soft_labelled(outcome, pooled, every_row=True),
+            metrics,
+            n_alerting,
+            model,
+            flagged,
+            attrs=attrs,
+            **overrides,
+        )
+        own = [a for a in attrs if calibration.fits.get(a.name)]
+        if not own:
+            return list(report.values)
+        names = {a.name for a in own}
+        values = [v for v in report.values if v.attribute not in names]
+        overrides |= {
+            "anchors": {v.metric: v.value for v in report.model},
+            "family_size": max(1, n_alerting * max(1, sum(len(a.comparisons) for a in attrs))),
+        }
+        for attr in own:
+            soft = soft_labelled(
+                outcome, recalibrated(pooled, attr, calibration.fits[attr.name]), every_row=True
+            )
+            values += self._compute(soft, metrics, n_alerting, model, flagged, attrs=[attr], **overrides)[
+                0
+            ].values
+        return values
 
     def _attributes(self, frame: pd.DataFrame, flagged: frozenset[str]) -> list[mc.Attribute]:
         # sampling weights: a group's min_size and rank among max_groups by its effective sample

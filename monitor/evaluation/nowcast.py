@@ -29,8 +29,8 @@ outcomes between the labelled rows and the newest ones.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import numpy as np
@@ -43,13 +43,16 @@ from monitor.sources.contract import WEIGHT
 __all__ = [
     "LABEL",
     "SCORE",
+    "Calibration",
     "CalibrationCheck",
     "calibration_checks",
     "calibration_map",
     "cross_fitted",
     "design_effects",
     "distrust",
-    "resampled_maps",
+    "fit_calibration",
+    "recalibrated",
+    "resampled_calibrations",
     "soft_labelled",
     "widened",
 ]
@@ -78,6 +81,7 @@ class CalibrationCheck:
     intercept: float
     passed: bool
     reason: str | None  # why it failed, or why it could not be checked
+    own_map: bool = False  # checked on its own recalibration of the pooled map, not the pooled map
 
 
 def calibration_map(
@@ -103,45 +107,153 @@ def calibration_map(
     return lambda s: np.interp(np.asarray(s, dtype=np.float64), centre, block)
 
 
-def cross_fitted(
-    score: np.ndarray, label: np.ndarray, weight: np.ndarray, method: Literal["isotonic", "identity"]
-) -> np.ndarray:
-    """Each labelled row's probability from a calibration fitted on the other half of the rows (two
-    folds, alternating): a map checked on the rows it was fitted on fits them better than it fits
-    new rows, and the check would pass what it should fail."""
-    if method == "identity":
-        return calibration_map(score, label, weight, method)(score)
-    fold = np.arange(len(score)) % 2 == 0
-    q = np.empty(len(score), dtype=np.float64)
-    for train in (fold, ~fold):
-        if not (weight[train] > 0).any() or not (weight[~train] > 0).any():
-            return calibration_map(score, label, weight, method)(score)
-        q[~train] = calibration_map(score[train], label[train], weight[train], method)(score[~train])
-    return q
+#: Per categorical attribute, per group key: the (intercept, slope) of the group's own recalibration.
+Fits = Mapping[str, Mapping[str, tuple[float, float]]]
 
 
-def resampled_maps(
+@dataclass(frozen=True)
+class Calibration:
+    """Scores -> probabilities: one map for every row (``pooled``) and, for each group of a categorical
+    attribute with enough labelled rows, its own recalibration of that map (``fits``: ``logit q_g =
+    a + b logit q``, Platt's scaling applied to the pooled probability)."""
+
+    pooled: Callable[[np.ndarray], np.ndarray]
+    fits: Fits = field(default_factory=dict)
+
+    def probabilities(self, score: np.ndarray, attr: mc.Attribute | None = None) -> np.ndarray:
+        """Each row's probability: the pooled map's, recalibrated for the groups of ``attr`` that have
+        their own fit (``attr``'s masks may be longer than ``score``: their first rows are taken)."""
+        q = self.pooled(score)
+        return q if attr is None else recalibrated(q, attr, self.fits.get(attr.name, {}))
+
+
+def recalibrated(q: np.ndarray, attr: mc.Attribute, fits: Mapping[str, tuple[float, float]]) -> np.ndarray:
+    """``q`` with each fitted group's rows moved through its recalibration."""
+    out = np.array(q, dtype=np.float64, copy=True)
+    for key, (intercept, slope) in fits.items():
+        if key in attr.masks:
+            mask = np.asarray(attr.masks[key], dtype=bool)[: len(q)]
+            out[mask] = _expit(intercept + slope * _logit(out[mask]))
+    return out
+
+
+def fit_calibration(
     score: np.ndarray,
     label: np.ndarray,
     weight: np.ndarray,
     method: Literal["isotonic", "identity"],
+    attrs: Sequence[mc.Attribute],
+    *,
+    group_rows: float,
+) -> Calibration:
+    """The pooled map on every labelled row, and a recalibration of it for each compared group and named
+    reference of a categorical attribute with at least ``group_rows`` labelled rows of both labels (0:
+    none). An indicator attribute's groups overlap - a row of two groups would need two probabilities
+    - and keep the pooled map."""
+    pooled = calibration_map(score, label, weight, method)
+    fits: dict[str, dict[str, tuple[float, float]]] = {}
+    if group_rows <= 0:
+        return Calibration(pooled, fits)
+    q = np.clip(pooled(score), _EDGE, 1 - _EDGE)
+    for attr in attrs:
+        if attr.kind != "categorical":
+            continue
+        for key in _checked_keys(attr):
+            mask = np.asarray(attr.masks[key], dtype=bool)
+            w, y = weight[mask], label[mask]
+            n, positives = float(w.sum()), float((w * y).sum())
+            if n < group_rows or positives <= 0 or positives >= n:
+                continue
+            slope, _, intercept = _recalibration(q[mask], y, w)
+            if math.isfinite(slope) and math.isfinite(intercept):
+                fits.setdefault(attr.name, {})[key] = (intercept, slope)
+    return Calibration(pooled, fits)
+
+
+def cross_fitted(
+    score: np.ndarray,
+    label: np.ndarray,
+    weight: np.ndarray,
+    method: Literal["isotonic", "identity"],
+    attrs: Sequence[mc.Attribute],
+    *,
+    group_rows: float,
+) -> tuple[dict[str, np.ndarray], dict[str, set[str]]]:
+    """Each labelled row's probability, per attribute, from a calibration (pooled map and group fits)
+    fitted on the other half of the rows (two folds, alternating; a group fitted on a fold needs half
+    ``group_rows`` there): a map checked on the rows it was fitted on fits them better than it fits new
+    rows, and the check would pass what it should fail. Also the group keys that had a fit of their
+    own in both folds, per attribute."""
+    fold = np.arange(len(score)) % 2 == 0
+    out = {a.name: np.empty(len(score), dtype=np.float64) for a in attrs}
+    own: dict[str, set[str]] | None = None
+    for train in (fold, ~fold):
+        if not (weight[train] > 0).any() or not (weight[~train] > 0).any():  # too few rows to split
+            whole = fit_calibration(score, label, weight, method, attrs, group_rows=group_rows)
+            return {a.name: whole.probabilities(score, a) for a in attrs}, _keys(whole.fits)
+        part = fit_calibration(
+            score[train], label[train], weight[train], method, [_rows(a, train) for a in attrs],
+            group_rows=group_rows / 2,
+        )  # fmt: skip
+        for a in attrs:
+            out[a.name][~train] = part.probabilities(score[~train], _rows(a, ~train))
+        own = (
+            _keys(part.fits)
+            if own is None
+            else {k: v & _keys(part.fits).get(k, set()) for k, v in own.items()}
+        )
+    return out, own or {}
+
+
+def resampled_calibrations(
+    score: np.ndarray,
+    label: np.ndarray,
+    weight: np.ndarray,
+    method: Literal["isotonic", "identity"],
+    attrs: Sequence[mc.Attribute],
+    *,
+    group_rows: float,
     resamples: int,
-) -> list[Callable[[np.ndarray], np.ndarray]]:
+) -> list[Calibration]:
     """The calibration refitted on ``resamples`` Poisson bootstrap resamples of the labelled rows (each
-    row's weight times a Poisson(1) count; Hanley & MacGibbon 2006): how much the map itself varies.
-    None for ``identity``, which fits nothing. Seeded by the rows, so one window gives one answer."""
-    if method == "identity" or resamples == 0:
+    row's weight times a Poisson(1) count; Hanley & MacGibbon 2006): how much it varies. Seeded by the
+    rows, so one window gives one answer."""
+    if resamples == 0:
         return []
     # seeded by the rows (the window's scores, not only their counts: two windows draw differently)
     rng = np.random.default_rng([len(score), int(label.sum()), resamples, int(score.sum() * 1e6) % 2**32])
-    maps = []
+    out = []
     for _ in range(resamples):
         drawn = weight * rng.poisson(1.0, len(score))
-        keep = drawn > 0
-        if not keep.any():
-            continue
-        maps.append(calibration_map(score[keep], label[keep], drawn[keep], method))
-    return maps
+        if (drawn > 0).any():
+            out.append(fit_calibration(score, label, drawn, method, attrs, group_rows=group_rows))
+    return out
+
+
+def _checked_keys(attr: mc.Attribute) -> list[str]:
+    """An attribute's compared groups and named references, in order."""
+    keys = [c.key for c in attr.comparisons]
+    keys += [c.reference_key for c in attr.comparisons if c.reference_key is not None]
+    return list(dict.fromkeys(k for k in keys if k in attr.masks))
+
+
+def _rows(attr: mc.Attribute, rows: np.ndarray) -> mc.Attribute:
+    """``attr`` over the ``rows`` of its frame: its checked groups' masks, cut to them."""
+    masks = {key: np.asarray(attr.masks[key], dtype=bool)[rows] for key in _checked_keys(attr)}
+    return mc.Attribute(attr.name, attr.kind, masks, attr.comparisons)
+
+
+def _keys(fits: Fits) -> dict[str, set[str]]:
+    return {name: set(groups) for name, groups in fits.items()}
+
+
+def _logit(q: np.ndarray) -> np.ndarray:
+    q = np.clip(q, _EDGE, 1 - _EDGE)
+    return np.asarray(np.log(q / (1 - q)), dtype=np.float64)
+
+
+def _expit(x: np.ndarray) -> np.ndarray:
+    return np.asarray(1 / (1 + np.exp(-x)), dtype=np.float64)
 
 
 def design_effects(
@@ -237,29 +349,32 @@ def soft_labelled(frame: pd.DataFrame, q: np.ndarray, *, every_row: bool = False
 
 def calibration_checks(
     attrs: Sequence[mc.Attribute],
-    q: np.ndarray,
+    q: np.ndarray | Mapping[str, np.ndarray],
     label: np.ndarray,
     weight: np.ndarray,
     *,
     confidence: float,
     tolerance: float,
     min_samples: int,
+    own: Mapping[str, set[str]] | None = None,
 ) -> list[CalibrationCheck]:
-    """Each compared group's and named reference's calibration on labelled rows (``q``, ``label``,
-    ``weight``: those rows, in the order ``attrs`` were built on)."""
+    """Each compared group's and named reference's calibration on labelled rows (``q`` - one array, or
+    one per attribute name -, ``label``, ``weight``: those rows, in the order ``attrs`` were built on).
+    ``own``: per attribute, the group keys checked on a recalibration of their own."""
     from statistics import NormalDist  # scipy.stats would cost every fairwatch process 0.5 s of imports
 
     z = NormalDist().inv_cdf(0.5 + confidence / 2)
-    q = np.clip(q, _EDGE, 1 - _EDGE)
     out = []
     for attr in attrs:
+        probabilities = np.clip(q[attr.name] if isinstance(q, Mapping) else q, _EDGE, 1 - _EDGE)
         keys = {c.key: c.group for c in attr.comparisons}
         keys |= {c.reference_key: c.reference for c in attr.comparisons if c.reference_key is not None}
         for key, group in keys.items():
             mask = np.asarray(attr.masks[key], dtype=bool)
-            out.append(
-                _check(attr.name, group, q[mask], label[mask], weight[mask], z, tolerance, min_samples)
+            check = _check(
+                attr.name, group, probabilities[mask], label[mask], weight[mask], z, tolerance, min_samples
             )
+            out.append(replace(check, own_map=key in (own or {}).get(attr.name, set())))
     return out
 
 

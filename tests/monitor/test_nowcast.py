@@ -131,19 +131,38 @@ def test_evaluate_json_says_which_values_are_estimates(
 
 
 def test_a_miscalibrated_group_raises_no_estimated_violation(tmp_path: Path) -> None:
+    """One map for every row (``group_map_rows: 0``, or a group too small for a map of its own): b's
+    scores overstate its risk, its check fails, its estimates are withheld."""
     frame = scenario(collapse=False, miscalibrated=True)
-    now = _evaluate(
-        _model(
-            _store(tmp_path, _pending(frame), "now"), nowcast={"enabled": True, "calibration": "identity"}
-        ),
-        NOW,
-    )
+    nowcast = {"enabled": True, "calibration": "identity", "group_map_rows": 0}
+    now = _evaluate(_model(_store(tmp_path, _pending(frame), "now"), nowcast=nowcast), NOW)
     (window,) = now.windows
     (b,) = [c for c in window.calibration if c.group == "b"]
     assert not b.passed and "observed / expected" in (b.reason or "")
     estimates = [v for v in window.estimates if v.group == "b"]
     assert estimates and all(v.state == "insufficient_data" and math.isnan(v.value) for v in estimates)
     assert all("calibration of b" in (v.reason or "") for v in estimates)
+
+
+def test_a_group_with_a_map_of_its_own_is_estimated_as_its_labels_later_say(tmp_path: Path) -> None:
+    """The same miscalibrated group with enough labelled rows for its own recalibration: its check passes
+    on the recalibrated probabilities (cross-fitted), and its estimates follow its labels - b's true
+    true-positive rate at 0.5 is 0.94 against a's 0.75, a real violation the labels show a day later."""
+    frame = scenario(collapse=False, miscalibrated=True)
+    nowcast = {"enabled": True, "calibration": "identity"}  # group_map_rows: 1000 by default
+    now = _evaluate(_model(_store(tmp_path, _pending(frame), "now"), nowcast=nowcast), NOW)
+    (window,) = now.windows
+    (b,) = [c for c in window.calibration if c.group == "b"]
+    assert b.passed and b.own_map and 0.9 < b.ratio < 1.1
+    (a,) = [c for c in window.calibration if c.group == "a"]
+    assert a.own_map  # a named reference with enough rows has its own too
+    (estimate,) = [
+        v for v in window.estimates if v.group == "b" and v.metric == "equal_opportunity_difference"
+    ]
+    truth = _later_truth(tmp_path, frame, "equal_opportunity_difference")
+    assert truth > 0.1  # the labels' verdict: b's positives are recognised far more often
+    assert estimate.ci_lower <= truth <= estimate.ci_upper
+    assert estimate.state == "violation"
 
 
 def test_soft_labels_split_each_pending_row_by_its_probability() -> None:
@@ -264,13 +283,14 @@ def test_a_group_the_label_window_cannot_check_gets_no_estimate(tmp_path: Path) 
 
 
 def test_a_failed_group_inside_the_rest_withholds_the_comparisons_against_it(tmp_path: Path) -> None:
-    """`reference: rest`: b's calibration fails (its labels follow p^3); a vs the rest and c vs the
-    rest hold b's rows, so their estimates do not stand either."""
+    """`reference: rest`: b's calibration fails (its labels follow p^3; one map for every row); a vs the
+    rest and c vs the rest hold b's rows, so their estimates do not stand either."""
     frame = _pending(scenario(collapse=False, miscalibrated=True))
     frame.loc[frame["group"] == "a", "group"] = np.where(
         np.arange((frame["group"] == "a").sum()) % 2, "a", "c"
     )
-    model = _model(_store(tmp_path, frame, "now"), nowcast={"enabled": True, "calibration": "identity"})
+    nowcast = {"enabled": True, "calibration": "identity", "group_map_rows": 0}
+    model = _model(_store(tmp_path, frame, "now"), nowcast=nowcast)
     model["groups"] = [{"attribute": "group", "kind": "categorical", "column": "group", "reference": "rest"}]
     (window,) = _evaluate(model, NOW).windows
     assert any(not c.passed for c in window.calibration)

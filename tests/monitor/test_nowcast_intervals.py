@@ -23,7 +23,7 @@ import metrics_core as mc
 from monitor.config import settings_from_dict
 from monitor.core.errors import ConfigError
 from monitor.evaluation.evaluators import build_evaluators
-from monitor.evaluation.nowcast import calibration_map, design_effects, widened
+from monitor.evaluation.nowcast import calibration_map, design_effects, fit_calibration, widened
 from monitor.sources import MemorySource
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
@@ -179,12 +179,25 @@ def test_resampling_widens_the_intervals_and_keeps_the_values(alerts: dict[str, 
     assert wider >= 2  # 1,500 labelled rows: the map's error is not negligible (the AUCs' at least)
 
 
-def test_identity_calibration_fits_nothing_and_keeps_its_intervals() -> None:
+def test_identity_calibration_without_group_maps_fits_nothing_and_keeps_its_intervals() -> None:
     pending, _, at = _days(1, labelled=1500, today=8000)
-    config = {"enabled": True, "calibration": "identity"}
+    config = {"enabled": True, "calibration": "identity", "group_map_rows": 0}
     plain = _b(_window(_model(delay=DELAY, nowcast={**config, "resamples": 0}), pending, at).estimates)
     resampled = _b(_window(_model(delay=DELAY, nowcast=config), pending, at).estimates)
     assert plain == resampled
+
+
+def test_a_group_map_is_resampled_too() -> None:
+    """Identity scores, but a's recalibration is fitted (1,050 labelled rows): its error widens too."""
+    pending, _, at = _days(1, labelled=1500, today=8000)
+    config = {"enabled": True, "calibration": "identity", "group_map_rows": 1000}
+    plain = _b(_window(_model(delay=DELAY, nowcast={**config, "resamples": 0}), pending, at).estimates)
+    resampled = _b(_window(_model(delay=DELAY, nowcast=config), pending, at).estimates)
+    assert {m: v.value for m, v in plain.items()} == pytest.approx({m: v.value for m, v in resampled.items()})
+    widths = [
+        (resampled[m].ci_upper - resampled[m].ci_lower) / (v.ci_upper - v.ci_lower) for m, v in plain.items()
+    ]
+    assert max(widths) > 1.05 and min(widths) >= 1.0 - 1e-12
 
 
 def test_the_aucs_estimated_from_a_small_label_window_cover_the_later_truth() -> None:
@@ -209,3 +222,29 @@ def test_the_aucs_estimated_from_a_small_label_window_cover_the_later_truth() ->
 def test_resamples_below_ten_name_the_key() -> None:
     with pytest.raises(ConfigError, match=r"models\[0\]\.nowcast\.resamples.*at least 10"):
         settings_from_dict({"models": [_model(delay=DELAY, nowcast={"enabled": True, "resamples": 5})]})
+
+
+def test_a_groups_own_map_is_sklearns_logistic_regression_on_the_pooled_logit() -> None:
+    """Independent reference: scikit-learn's unpenalised logistic regression of the group's labels on
+    the logit of the pooled map's probability; a group below ``group_rows`` keeps the pooled map."""
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(3)
+    n = 4000
+    group = np.where(rng.random(n) < 0.3, "b", np.where(rng.random(n) < 0.05, "c", "a"))
+    p = rng.uniform(0.02, 0.98, n)
+    label = (rng.random(n) < np.where(group == "b", p**2, p)).astype(float)
+    attr = mc.categorical_attribute("g", group, reference="a")
+    calibration = fit_calibration(p, label, np.ones(n), "identity", [attr], group_rows=500)
+    assert set(calibration.fits["g"]) == {"g=a", "g=b"}  # c: ~140 rows, below 500
+    b = group == "b"
+    logit = np.log(p[b] / (1 - p[b]))
+    fit = LogisticRegression(C=np.inf, tol=1e-12, max_iter=1000).fit(logit[:, None], label[b])
+    intercept, slope = calibration.fits["g"]["g=b"]
+    assert (intercept, slope) == (
+        pytest.approx(fit.intercept_[0], abs=1e-6),
+        pytest.approx(fit.coef_[0][0], rel=1e-6),
+    )
+    q = calibration.probabilities(p, attr)
+    np.testing.assert_allclose(q[b], fit.predict_proba(logit[:, None])[:, 1], rtol=1e-6)
+    np.testing.assert_array_equal(q[group == "c"], p[group == "c"])

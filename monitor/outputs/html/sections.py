@@ -235,12 +235,13 @@ def _estimates_view(window: WindowResult, min_samples: int, model: str) -> str:
         f'<tr class="{"ok" if c.passed else "failed"}"><td>{escape(c.attribute)}</td><td>{escape(c.group)}</td>'
         f"<td>{c.n:,.0f}</td><td>{number(c.ratio)} <small>[{number(c.ratio_lower)}, {number(c.ratio_upper)}]</small></td>"
         f"<td>{number(c.slope)} <small>[{number(c.slope_lower)}, {number(c.slope_upper)}]</small></td>"
+        f"<td>{'its own' if c.own_map else 'every row'}</td>"
         f"<td>{'passed' if c.passed else escape(c.reason or 'failed')}</td></tr>"
         for c in window.calibration
     )
     calibration = (
         '<div class="scroll"><table class="calibration"><thead><tr><th>attribute</th><th>group</th>'
-        "<th>labelled rows</th><th>observed / expected</th><th>slope</th><th>check</th></tr></thead>"
+        "<th>labelled rows</th><th>observed / expected</th><th>slope</th><th>map</th><th>check</th></tr></thead>"
         f"<tbody>{checks}</tbody></table></div>"
         if checks
         else ""
@@ -250,8 +251,8 @@ def _estimates_view(window: WindowResult, min_samples: int, model: str) -> str:
         f"<h3>Estimated before the labels <small>labels pending: window {seconds(window.start)} to "
         f"{seconds(window.end)}, from its scores (docs/nowcasting.md)</small></h3>"
         f"{_summary(estimates)}{table}"
-        "<p class=\"meaning\">Each group's calibration on the label window's labelled rows: a group that fails "
-        "gets no estimate.</p>"
+        "<p class=\"meaning\">Each group's calibration on the label window's labelled rows (map: its own "
+        "recalibration, or the map of every row): a group that fails gets no estimate.</p>"
         f"{calibration}</section>"
     )
 
