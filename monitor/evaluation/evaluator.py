@@ -314,7 +314,7 @@ class Evaluator:
         known_attrs = self._attributes(known, flagged)
         method, rows = nowcast.calibration, nowcast.group_map_rows
         calibration = fit_calibration(score, label, weight, method, known_attrs, group_rows=rows)
-        probabilities, own = cross_fitted(score, label, weight, method, known_attrs, group_rows=rows)
+        probabilities = cross_fitted(score, label, weight, method, known_attrs, calibration)
         checks = calibration_checks(
             known_attrs,
             probabilities,
@@ -323,7 +323,7 @@ class Evaluator:
             confidence=self.confidence,
             tolerance=nowcast.tolerance,
             min_samples=model.min_samples,
-            own=own,
+            own={name: set(groups) for name, groups in calibration.fits.items()},
         )
         if not outcome[LABEL].isna().any():
             return [], checks  # every label is in: the realised values are the window's
@@ -337,7 +337,7 @@ class Evaluator:
         fitted = method == "isotonic" or any(calibration.fits.values())
         resampled = (
             resampled_calibrations(
-                score, label, weight, method, known_attrs, group_rows=rows, resamples=nowcast.resamples
+                score, label, weight, method, known_attrs, calibration, resamples=nowcast.resamples
             )
             if fitted
             else []
@@ -370,24 +370,19 @@ class Evaluator:
         the soft-labelled frame's attributes): on the pooled map's probabilities, and again per
         attribute whose groups have maps of their own - one family, the pooled window's anchors."""
         pooled = calibration.pooled(scores)
-        report, _ = self._compute(
-            soft_labelled(outcome, pooled, every_row=True),
-            metrics,
-            n_alerting,
-            model,
-            flagged,
-            attrs=attrs,
-            **overrides,
-        )
+        soft = soft_labelled(outcome, pooled, every_row=True)
         own = [a for a in attrs if calibration.fits.get(a.name)]
         if not own:
-            return list(report.values)
-        names = {a.name for a in own}
-        values = [v for v in report.values if v.attribute not in names]
-        overrides |= {
-            "anchors": {v.metric: v.value for v in report.model},
-            "family_size": max(1, n_alerting * max(1, sum(len(a.comparisons) for a in attrs))),
-        }
+            return list(
+                self._compute(soft, metrics, n_alerting, model, flagged, attrs=attrs, **overrides)[0].values
+            )
+        # one family across the runs (Holm within each run is then stricter than over the whole), and
+        # the pooled attributes' run holds only their values: a replaced value must not count in it
+        overrides["family_size"] = max(1, n_alerting * max(1, sum(len(a.comparisons) for a in attrs)))
+        pooled_attrs = [a for a in attrs if not calibration.fits.get(a.name)]
+        report, _ = self._compute(soft, metrics, n_alerting, model, flagged, attrs=pooled_attrs, **overrides)
+        values = list(report.values)
+        overrides["anchors"] = {v.metric: v.value for v in report.model}  # the AUC family's, pooled
         for attr in own:
             soft = soft_labelled(
                 outcome, recalibrated(pooled, attr, calibration.fits[attr.name]), every_row=True
@@ -466,7 +461,7 @@ class Evaluator:
         whole = task.evaluate(task_data(effective_sample(frame)), attrs, request)
         # the fair ranges relative to the window's overall AUC; a step-down (holm) over the whole family
         # would need every value at once: bonferroni, its single-step bound
-        anchors = {v.metric: v.value for v in whole.model}
+        anchors = request.anchors or {v.metric: v.value for v in whole.model}
         adjust = "bonferroni" if request.adjust == "holm" else request.adjust
         request = dataclasses.replace(request, anchors=anchors, adjust=adjust)
         values = [

@@ -145,24 +145,28 @@ def fit_calibration(
     attrs: Sequence[mc.Attribute],
     *,
     group_rows: float,
+    groups: Mapping[str, set[str]] | None = None,
 ) -> Calibration:
     """The pooled map on every labelled row, and a recalibration of it for each compared group and named
     reference of a categorical attribute with at least ``group_rows`` labelled rows of both labels (0:
     none). An indicator attribute's groups overlap - a row of two groups would need two probabilities
-    - and keep the pooled map."""
+    - and keep the pooled map. ``groups``: refit exactly these groups (per attribute) whatever their
+    rows - a resample or a fold of the rows some calibration was decided on - where both labels occur."""
     pooled = calibration_map(score, label, weight, method)
     fits: dict[str, dict[str, tuple[float, float]]] = {}
-    if group_rows <= 0:
+    if group_rows <= 0 and groups is None:
         return Calibration(pooled, fits)
     q = np.clip(pooled(score), _EDGE, 1 - _EDGE)
     for attr in attrs:
         if attr.kind != "categorical":
             continue
         for key in _checked_keys(attr):
+            if groups is not None and key not in groups.get(attr.name, set()):
+                continue
             mask = np.asarray(attr.masks[key], dtype=bool)
             w, y = weight[mask], label[mask]
             n, positives = float(w.sum()), float((w * y).sum())
-            if n < group_rows or positives <= 0 or positives >= n:
+            if (groups is None and n < group_rows) or positives <= 0 or positives >= n:
                 continue
             slope, _, intercept = _recalibration(q[mask], y, w)
             if math.isfinite(slope) and math.isfinite(intercept):
@@ -176,33 +180,25 @@ def cross_fitted(
     weight: np.ndarray,
     method: Literal["isotonic", "identity"],
     attrs: Sequence[mc.Attribute],
-    *,
-    group_rows: float,
-) -> tuple[dict[str, np.ndarray], dict[str, set[str]]]:
-    """Each labelled row's probability, per attribute, from a calibration (pooled map and group fits)
-    fitted on the other half of the rows (two folds, alternating; a group fitted on a fold needs half
-    ``group_rows`` there): a map checked on the rows it was fitted on fits them better than it fits new
-    rows, and the check would pass what it should fail. Also the group keys that had a fit of their
-    own in both folds, per attribute."""
+    calibration: Calibration,
+) -> dict[str, np.ndarray]:
+    """Each labelled row's probability, per attribute, from ``calibration`` refitted on the other half of
+    the rows (two folds, alternating) - the same groups with maps of their own, decided on all the rows:
+    a map checked on the rows it was fitted on fits them better than it fits new rows, and the check
+    would pass what it should fail."""
     fold = np.arange(len(score)) % 2 == 0
+    groups = _keys(calibration.fits)
     out = {a.name: np.empty(len(score), dtype=np.float64) for a in attrs}
-    own: dict[str, set[str]] | None = None
     for train in (fold, ~fold):
         if not (weight[train] > 0).any() or not (weight[~train] > 0).any():  # too few rows to split
-            whole = fit_calibration(score, label, weight, method, attrs, group_rows=group_rows)
-            return {a.name: whole.probabilities(score, a) for a in attrs}, _keys(whole.fits)
+            return {a.name: calibration.probabilities(score, a) for a in attrs}
         part = fit_calibration(
             score[train], label[train], weight[train], method, [_rows(a, train) for a in attrs],
-            group_rows=group_rows / 2,
+            group_rows=0, groups=groups,
         )  # fmt: skip
         for a in attrs:
             out[a.name][~train] = part.probabilities(score[~train], _rows(a, ~train))
-        own = (
-            _keys(part.fits)
-            if own is None
-            else {k: v & _keys(part.fits).get(k, set()) for k, v in own.items()}
-        )
-    return out, own or {}
+    return out
 
 
 def resampled_calibrations(
@@ -211,22 +207,24 @@ def resampled_calibrations(
     weight: np.ndarray,
     method: Literal["isotonic", "identity"],
     attrs: Sequence[mc.Attribute],
+    calibration: Calibration,
     *,
-    group_rows: float,
     resamples: int,
 ) -> list[Calibration]:
-    """The calibration refitted on ``resamples`` Poisson bootstrap resamples of the labelled rows (each
-    row's weight times a Poisson(1) count; Hanley & MacGibbon 2006): how much it varies. Seeded by the
-    rows, so one window gives one answer."""
+    """``calibration`` refitted on ``resamples`` Poisson bootstrap resamples of the labelled rows (each
+    row's weight times a Poisson(1) count; Hanley & MacGibbon 2006), the same groups with maps of their
+    own: how much it varies. Seeded by the rows, so one window gives one answer."""
     if resamples == 0:
         return []
     # seeded by the rows (the window's scores, not only their counts: two windows draw differently)
     rng = np.random.default_rng([len(score), int(label.sum()), resamples, int(score.sum() * 1e6) % 2**32])
+    groups = _keys(calibration.fits)
     out = []
     for _ in range(resamples):
         drawn = weight * rng.poisson(1.0, len(score))
         if (drawn > 0).any():
-            out.append(fit_calibration(score, label, drawn, method, attrs, group_rows=group_rows))
+            refit = fit_calibration(score, label, drawn, method, attrs, group_rows=0, groups=groups)
+            out.append(refit)
     return out
 
 

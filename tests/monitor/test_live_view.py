@@ -403,3 +403,59 @@ def test_the_etag_follows_the_history_recorded_after_the_snapshot() -> None:
     history.record(snapshot)
     after, new_etag = view.main(snapshot, "toxicity", "1h"), view.etag(snapshot, "toxicity", "1h")
     assert new_etag != etag and after != before
+
+
+def _estimated_at(minutes: int, value: float, group: str = "black") -> Any:
+    """An evaluation whose window holds a realised value and an estimate of ``group``."""
+    evaluation = evaluation_at(minutes, value=0.95, group=group)
+    (window,) = evaluation.windows
+    estimate = metric_value(group, value=value, state="ok", ci=(value - 0.05, value + 0.05))
+    return replace(evaluation, windows=(replace(window, estimates=(estimate,)),))
+
+
+def _xs(svg: Any, css: str) -> list[float]:
+    (line,) = [p for p in svg.iter(f"{SVG}path") if p.get("class") == css]
+    return [float(x) for x in re.findall(r"[ML]([\d.]+),", line.get("d"))]
+
+
+def test_estimates_continue_the_realised_line_dashed_when_the_history_spans_the_delay() -> None:
+    from monitor.outputs.html.charts import continuation_shift
+
+    history = History(100)
+    for minute in range(0, 181, 10):  # three hours of evaluations
+        history.add(_estimated_at(minute, value=0.9 - minute / 1000))
+    realised = history.series("toxicity", where={"basis": ["labels"]})
+    estimates = history.series("toxicity", where={"basis": ["estimate"]})
+    assert len(realised) == len(estimates) == 1
+    # a delay the history spans: the realised values move back by it, a rule where they end
+    shift = continuation_shift(realised, estimates, timedelta(hours=2))
+    assert shift == timedelta(hours=2)
+    svg = parse(history_chart(realised, label="h", estimates=estimates, shift=shift))
+    solid, dashed = _xs(svg, "series"), _xs(svg, "series estimate")
+    (rule,) = [x for x in svg.iter(f"{SVG}line") if x.get("class") == "labels-end"]
+    # by hand: the axis runs from T0 - 2h to T0 + 3h (5 h); the realised line ends at T0 + 1h (3/5 of
+    # it), the dashed one runs from T0 (2/5) to T0 + 3h (the right edge)
+    left, right = solid[0], dashed[-1]
+    assert float(rule.get("x1")) == pytest.approx(solid[-1])
+    assert (solid[-1] - left) / (right - left) == pytest.approx(3 / 5, abs=0.01)
+    assert (dashed[0] - left) / (right - left) == pytest.approx(2 / 5, abs=0.01)
+    # a delay longer than the kept history: both at their evaluations (no gap between two slivers)
+    assert continuation_shift(realised, estimates, timedelta(hours=5)) == timedelta(0)
+    # no defined estimate, or no delay: nothing moves
+    undefined = [replace(estimates[0], values=estimates[0].values * np.nan)]
+    assert continuation_shift(realised, undefined, timedelta(hours=2)) == timedelta(0)
+    assert continuation_shift(realised, estimates, timedelta(0)) == timedelta(0)
+    unshifted = parse(history_chart(realised, label="h", estimates=estimates))
+    assert not [x for x in unshifted.iter(f"{SVG}line") if x.get("class") == "labels-end"]
+
+
+def test_a_group_only_estimated_gets_a_colour_of_its_own() -> None:
+    from monitor.outputs.html.charts import colour_indices
+
+    history = History(10)
+    history.add(_estimated_at(0, value=0.9, group="black"))
+    realised = history.series("toxicity", where={"basis": ["labels"]})
+    estimates = history.series("toxicity", where={"basis": ["estimate"]})
+    others = [replace(estimates[0], key=estimates[0].key._replace(group=g)) for g in ("asian", "white")]
+    index = colour_indices(realised, [*estimates, *others])
+    assert index == {("identity", "black"): 0, ("identity", "asian"): 1, ("identity", "white"): 2}

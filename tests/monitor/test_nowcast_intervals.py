@@ -23,7 +23,15 @@ import metrics_core as mc
 from monitor.config import settings_from_dict
 from monitor.core.errors import ConfigError
 from monitor.evaluation.evaluators import build_evaluators
-from monitor.evaluation.nowcast import calibration_map, design_effects, fit_calibration, widened
+from monitor.evaluation.nowcast import (
+    calibration_checks,
+    calibration_map,
+    cross_fitted,
+    design_effects,
+    fit_calibration,
+    resampled_calibrations,
+    widened,
+)
 from monitor.sources import MemorySource
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
@@ -248,3 +256,39 @@ def test_a_groups_own_map_is_sklearns_logistic_regression_on_the_pooled_logit() 
     q = calibration.probabilities(p, attr)
     np.testing.assert_allclose(q[b], fit.predict_proba(logit[:, None])[:, 1], rtol=1e-6)
     np.testing.assert_array_equal(q[group == "c"], p[group == "c"])
+
+
+def _miscalibrated_b(seed: int, n: int = 3000) -> tuple[np.ndarray, np.ndarray, np.ndarray, mc.Attribute]:
+    rng = np.random.default_rng(seed)
+    group = np.where(rng.random(n) < 0.35, "b", "a")
+    p = rng.uniform(0.02, 0.98, n)
+    label = (rng.random(n) < np.where(group == "b", p**1.4, p)).astype(float)
+    return p, label, group, mc.categorical_attribute("g", group, reference="a")
+
+
+def test_the_check_uses_the_maps_the_estimates_use() -> None:
+    """A review's case: b one row short of ``group_map_rows`` keeps the pooled map for its estimates, but
+    the cross-fitted check fitted b a map of its own on each half (half the rows were enough there) and
+    passed a group the pooled map does not fit. Identity scores and no group map: the cross-fitted
+    probabilities are the scores themselves."""
+    p, label, group, attr = _miscalibrated_b(0)
+    weight = np.ones(len(p))
+    just_short = int((group == "b").sum()) + 1
+    calibration = fit_calibration(p, label, weight, "identity", [attr], group_rows=just_short)
+    assert "g=b" not in calibration.fits.get("g", {})
+    q = cross_fitted(p, label, weight, "identity", [attr], calibration)
+    np.testing.assert_array_equal(q["g"][group == "b"], p[group == "b"])
+    checks = calibration_checks([attr], q, label, weight, confidence=0.95, tolerance=0.1, min_samples=100)
+    (b,) = [c for c in checks if c.group == "b"]
+    assert not b.passed and not b.own_map  # p^1.4: observed / expected about 0.8
+
+
+def test_every_resample_refits_the_groups_the_calibration_fitted() -> None:
+    """b just above ``group_map_rows``: a resample with fewer of b's rows must still refit b's map (else
+    the draws' spread measures "own map or pooled", not the map's error)."""
+    p, label, group, attr = _miscalibrated_b(1)
+    weight = np.ones(len(p))
+    calibration = fit_calibration(p, label, weight, "identity", [attr], group_rows=int((group == "b").sum()))
+    assert set(calibration.fits["g"]) == {"g=a", "g=b"}
+    draws = resampled_calibrations(p, label, weight, "identity", [attr], calibration, resamples=20)
+    assert len(draws) == 20 and all(set(d.fits["g"]) == {"g=a", "g=b"} for d in draws)

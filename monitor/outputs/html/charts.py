@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta, tzinfo
 from html import escape
 
@@ -35,6 +36,8 @@ __all__ = [
     "PALETTE",
     "STATE_COLORS",
     "color_of",
+    "colour_indices",
+    "continuation_shift",
     "history_chart",
     "interval_plot",
     "state_timeline",
@@ -285,14 +288,10 @@ def history_chart(
     its interval as a shaded band, the fair range as a shaded region behind them.
 
     ``estimates``: the same metric estimated before its labels (``models[].nowcast``), a dashed line
-    in its group's colour. The realised values are then drawn at the end of the window they judge
-    (``shift``, the label delay, before the evaluation), so that each group's dashed line continues
-    its solid one up to now; a vertical rule marks where the labels end."""
-    realised = (
-        [(s, [at - shift for at in s.times]) for s in series]
-        if estimates
-        else [(s, list(s.times)) for s in series]
-    )
+    in its group's colour. ``shift`` (:func:`continuation_shift`): the realised values are drawn that
+    much earlier - at the end of the window they judge -, so that each group's dashed line continues its
+    solid one up to now, and a vertical rule marks where the labels end."""
+    realised = [(s, [at - shift for at in s.times]) for s in series]
     pending = [(s, list(s.times)) for s in estimates]
     tracks = realised + pending
     if not any(times for _, times in tracks):
@@ -322,20 +321,39 @@ def history_chart(
         )
     zone = next(times[0].tzinfo for _, times in tracks if times)
     body += _time_axis(t, zone, bottom)
-    if pending and any(times for _, times in realised):
+    if pending and shift > timedelta(0) and any(times for _, times in realised):
         edge = t(max(times[-1] for _, times in realised if times).timestamp())
         body.append(
             f'<line class="labels-end" x1="{edge:.1f}" x2="{edge:.1f}" y1="{_TOP}" y2="{bottom}" '
             'stroke="#666" stroke-dasharray="2 3"><title>labels end here: later values are estimated, '
             "labels pending</title></line>"
         )
-    index = {(s.key.attribute, s.key.group): i for i, s in enumerate(series)}
-    for i, (s, times) in enumerate(realised):
-        body += _track(s, times, t, y, color_of(i), dashed=False)
+    index = colour_indices(series, estimates)
+    for s, times in realised:
+        body += _track(s, times, t, y, color_of(index[s.key.attribute, s.key.group]), dashed=False)
     for s, times in pending:
-        i = index.get((s.key.attribute, s.key.group), len(series))
-        body += _track(s, times, t, y, color_of(i), dashed=True)
+        body += _track(s, times, t, y, color_of(index[s.key.attribute, s.key.group]), dashed=True)
     return _svg(label, body, _H, "history")
+
+
+def colour_indices(series: Sequence[Series], estimates: Sequence[Series] = ()) -> dict[tuple[str, str], int]:
+    """Each group's colour index: the realised series' in order, then groups only estimated."""
+    index: dict[tuple[str, str], int] = {}
+    for s in (*series, *estimates):
+        index.setdefault((s.key.attribute, s.key.group), len(index))
+    return index
+
+
+def continuation_shift(series: Sequence[Series], estimates: Sequence[Series], delay: timedelta) -> timedelta:
+    """How much earlier than its evaluation a realised value is drawn beside estimates: the label delay
+    (its window ends that much earlier) when some estimate is defined and the kept estimates span at
+    least the delay - the realised line then reaches the estimates' -, else 0 (both at their evaluation:
+    a delay longer than the kept history would leave the chart a gap between two slivers)."""
+    defined = [s for s in estimates if np.isfinite(s.value).any()]
+    if delay <= timedelta(0) or not defined or not any(len(s.times) for s in series):
+        return timedelta(0)
+    span = max(s.times[-1] for s in defined) - min(s.times[0] for s in defined)
+    return delay if span >= delay else timedelta(0)
 
 
 def _fair_band_over_time(
@@ -389,10 +407,13 @@ def _track(
     return out
 
 
-def state_timeline(series: Sequence[Series], *, label: str) -> str:
-    """One row per series (group), a cell per run of evaluations in one state, coloured by it."""
+def state_timeline(series: Sequence[Series], *, label: str, shift: timedelta = timedelta(0)) -> str:
+    """One row per series (group), a cell per run of evaluations in one state, coloured by it
+    (``shift``: drawn that much earlier, as the history chart above it draws them)."""
     if not series or not any(len(s.times) for s in series):
         return _empty(label, "no history yet", "timeline")
+    if shift:
+        series = [replace(s, times=tuple(at - shift for at in s.times)) for s in series]
     row, left = 16, 190
     stamps = [t.timestamp() for s in series for t in s.times]
     t_lo, t_hi = min(stamps), max(stamps)

@@ -21,7 +21,14 @@ from html import escape
 from metrics_core import STATES, MetricValue, get_metric
 from monitor.core.text import fair_range_text, number, state_reason
 from monitor.evaluation.results import WindowResult
-from monitor.outputs.html.charts import color_of, history_chart, interval_plot, state_timeline
+from monitor.outputs.html.charts import (
+    color_of,
+    colour_indices,
+    continuation_shift,
+    history_chart,
+    interval_plot,
+    state_timeline,
+)
 from monitor.service.history import Series
 from monitor.service.snapshot import ActiveAlert
 
@@ -112,13 +119,15 @@ def _anchor(*parts: str) -> str:
     return escape("-".join(parts).replace(" ", "_"), quote=True)
 
 
-def _legend(series: Sequence[Series], *, estimated: bool = False) -> str:
+def _legend(series: Sequence[Series], estimates: Sequence[Series] = ()) -> str:
+    index = colour_indices(series, estimates)
+    named = {(s.key.attribute, s.key.group): s.key.group for s in (*series, *estimates)}
     items = "".join(
         f'<li><span class="swatch" data-color="{color_of(i)}"><svg viewBox="0 0 10 10" aria-hidden="true">'
-        f'<rect width="10" height="10" fill="{color_of(i)}"/></svg></span>{escape(s.key.group)}</li>'
-        for i, s in enumerate(series)
+        f'<rect width="10" height="10" fill="{color_of(i)}"/></svg></span>{escape(named[key])}</li>'
+        for key, i in index.items()
     )
-    if estimated:  # the history chart draws the estimates too
+    if estimates:  # the history chart draws the estimates too
         items += (
             '<li class="estimate-key"><svg viewBox="0 0 24 10" width="24" height="10" aria-hidden="true">'
             '<line x1="0" y1="5" x2="24" y2="5" stroke="#444" stroke-width="2" stroke-dasharray="6 4"/></svg>'
@@ -147,14 +156,15 @@ def _card(
     order = {(v.attribute, v.group): i for i, v in enumerate(values)}
     series = sorted(series, key=lambda s: order.get((s.key.attribute, s.key.group), len(order)))
     label = f"{metric}, window {window}"
+    shift = continuation_shift(series, estimates, shift)
     return (
         f'<section class="card state-{worst}" id="{_anchor("m", model, window, metric)}">'
         f"<h3>{escape(metric)} <small>fair {escape(fair)}</small></h3>"
         f'<p class="meaning">{escape(meaning)}</p>'
         f"{interval_plot(values, label=f'{label}: current values, intervals and fair range')}"
-        f"{_legend(series, estimated=bool(estimates))}"
+        f"{_legend(series, estimates)}"
         f"{history_chart(series, label=f'{label}: recent values by group, intervals shaded', estimates=estimates, shift=shift)}"
-        f"{state_timeline(series, label=f'{label}: state of each group over time')}"
+        f"{state_timeline(series, label=f'{label}: state of each group over time', shift=shift)}"
         "</section>"
     )
 
