@@ -171,6 +171,20 @@ def test_the_live_view_fits_a_phone(demo: str, browser: Any) -> None:
         assert page.evaluate("document.documentElement.scrollWidth") <= 390  # the table scrolls in its box
         chart = page.locator("svg.chart.history").first.bounding_box()
         assert chart and chart["width"] <= 390
+        # every group's column can be reached: scrolled to its end, the table's last column is on screen
+        box = page.locator("div.scroll:has(table.matrix)").first
+        box.evaluate("b => { b.scrollLeft = b.scrollWidth; }")
+        last = page.locator("table.matrix thead th").last.bounding_box()
+        assert last and 0 <= last["x"] and last["x"] + last["width"] <= 390 + 1
+        # and stays there across refreshes (the fragment is swapped in every few seconds)
+        scrolled = box.evaluate("b => b.scrollLeft")
+        assert scrolled > 0
+        updates = int(page.evaluate("Number(document.getElementById('live').dataset.updates || 0)"))
+        page.wait_for_function(
+            f"Number(document.getElementById('live').dataset.updates || 0) >= {updates + 2}", timeout=30_000
+        )
+        after = page.locator("div.scroll:has(table.matrix)").first.evaluate("b => b.scrollLeft")
+        assert after == scrolled
         assert watched.problems == []
     finally:
         watched.close()

@@ -1,6 +1,7 @@
 // fairwatch live view: refreshes <main> from the server without a reload.
 // Asks for the same URL with fragment=1 every data-refresh seconds; the server answers 304 while its
-// snapshot is unchanged (ETag). Folded sections stay as the reader left them.
+// snapshot is unchanged (ETag). Folded sections stay as the reader left them, and so does every
+// sideways-scrolled table (a group table wider than a phone would jump back to its first column).
 (function () {
   "use strict";
   const main = document.getElementById("live");
@@ -29,12 +30,16 @@
         const open = new Set(
           Array.from(main.querySelectorAll("details[open][id]"), (d) => d.id)
         );
+        const scrolled = Array.from(main.querySelectorAll(".scroll"), (box) => box.scrollLeft);
         const html = await response.text();
         main.innerHTML = html;
         for (const id of open) {
           const d = document.getElementById(id);
           if (d) d.open = true;
         }
+        main.querySelectorAll(".scroll").forEach((box, i) => {
+          if (scrolled[i]) box.scrollLeft = scrolled[i];
+        });
         etag = response.headers.get("ETag") || "";
         main.dataset.etag = etag;
         main.dataset.updates = String(Number(main.dataset.updates || "0") + 1);
