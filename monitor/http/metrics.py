@@ -40,7 +40,7 @@ from prometheus_client.metrics_core import Metric
 from monitor.outputs.prometheus.collector import SnapshotCollector, same_parts
 from monitor.service.snapshot import Snapshot
 
-__all__ = ["MetricsEndpoint"]
+__all__ = ["MetricsEndpoint", "accepts_gzip"]
 
 _EOF = b"# EOF\n"
 # gzip level 6 (the default) makes a 1.4 MB exposition 80 KB in ~10 ms.
@@ -77,7 +77,7 @@ def _negotiate(accept: str) -> str:
     return _OPENMETRICS if content_type.startswith("application/openmetrics-text") else _TEXT
 
 
-def _accepts_gzip(accept_encoding: str) -> bool:
+def accepts_gzip(accept_encoding: str) -> bool:
     """Whether ``Accept-Encoding`` lists gzip (or ``*``) with a non-zero quality."""
     for coding in accept_encoding.split(","):
         name, *params = (part.strip() for part in coding.split(";"))
@@ -206,7 +206,7 @@ class MetricsEndpoint:
         if environ.get("QUERY_STRING"):
             return self._filtered(environ, start_response)
         content_type = _negotiate(environ.get("HTTP_ACCEPT", ""))
-        compressed = _accepts_gzip(environ.get("HTTP_ACCEPT_ENCODING", ""))
+        compressed = accepts_gzip(environ.get("HTTP_ACCEPT_ENCODING", ""))
         body = self._body((content_type, compressed))
         headers = [
             ("Content-Type", content_type),

@@ -16,6 +16,7 @@ from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 from prometheus_client import CollectorRegistry, make_wsgi_app
 
 from metrics_core import STATES
+from monitor.http.compress import gzipped
 from monitor.http.drawing import CachedApp, Drawing, Response
 from monitor.http.live import LiveView, static_asset
 from monitor.outputs.api import FILTERS, history_data, results_data
@@ -130,11 +131,11 @@ def make_app(
         "/metrics": metrics,
         "/healthz": healthz,
         "/readyz": readyz,
-        "/api/v1/results": cached(results, snapshot_state),
-        "/api/v1/power": cached(power, snapshot_state),
-        "/api/v1/history": cached(history, history_state),
+        "/api/v1/results": cached(gzipped(results), snapshot_state),
+        "/api/v1/power": cached(gzipped(power), snapshot_state),
+        "/api/v1/history": cached(gzipped(history), history_state),
         "/favicon.ico": static,  # browsers ask for it whatever the page links
-        "/": cached(landing, page_state),
+        "/": cached(gzipped(landing), page_state),
     }
 
     def app(environ: WSGIEnvironment, start_response: StartResponse) -> Body:

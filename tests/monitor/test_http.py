@@ -557,3 +557,29 @@ def test_head_is_answered_without_a_body(cached_service: Service, path: str) -> 
     answer = cached_service.get(path, method="HEAD")
     assert answer.status in (200, 503)
     assert answer.body == b""
+
+
+@pytest.mark.parametrize("path", ["/?model=toxicity", "/?model=toxicity&fragment=1", "/api/v1/results"])
+def test_pages_and_results_are_gzipped_for_a_client_that_accepts_it(
+    cached_service: Service, path: str
+) -> None:
+    import gzip
+
+    plain = cached_service.get(path)
+    packed = cached_service.get(path, headers={"Accept-Encoding": "gzip, deflate"})
+    assert plain.status == packed.status == 200
+    assert plain.headers.get("Content-Encoding") is None
+    assert packed.headers["Content-Encoding"] == "gzip" and packed.headers["Vary"] == "Accept-Encoding"
+    assert gzip.decompress(packed.body) == plain.body
+    assert int(packed.headers["Content-Length"]) == len(packed.body) < len(plain.body) / 3
+    if "ETag" in plain.headers:  # each representation its own validator; the gzip one revalidates
+        assert packed.headers["ETag"] != plain.headers["ETag"]
+        again = cached_service.get(
+            path, headers={"Accept-Encoding": "gzip", "If-None-Match": packed.headers["ETag"]}
+        )
+        assert again.status == 304
+
+
+def test_gzip_refused_by_quality_zero_is_not_sent(cached_service: Service) -> None:
+    answer = cached_service.get("/?model=toxicity", headers={"Accept-Encoding": "gzip;q=0"})
+    assert answer.headers.get("Content-Encoding") is None
