@@ -459,3 +459,28 @@ def test_a_group_only_estimated_gets_a_colour_of_its_own() -> None:
     others = [replace(estimates[0], key=estimates[0].key._replace(group=g)) for g in ("asian", "white")]
     index = colour_indices(realised, [*estimates, *others])
     assert index == {("identity", "black"): 0, ("identity", "asian"): 1, ("identity", "white"): 2}
+
+
+def test_each_attribute_has_its_own_history_against_its_own_reference() -> None:
+    """race (vs white) and sex (vs M) in one card: two charts, each with a legend of its own groups."""
+    from monitor.outputs.html.sections import window_view
+
+    history = History(10)
+    values = [
+        metric_value("black", attribute="race", reference="white"),
+        metric_value("asian", attribute="race", reference="white"),
+        metric_value("F", attribute="sex", reference="M"),
+    ]
+    for minute in range(3):
+        history.add(model_evaluation("loans", window_result("1h", values), at=T0 + timedelta(minutes=minute)))
+    (window,) = model_evaluation("loans", window_result("1h", values), at=T0).windows
+    page = window_view(window, history.series("loans"), model="loans", min_samples=100)
+    card = page.split('id="m-loans-1h-disparate_impact"')[1].split("</section>")[0]
+    figures = card.split('<figure class="attribute">')[1:]
+    assert len(figures) == 2
+    race, sex = figures
+    assert race.startswith("<figcaption>race <small>vs white</small>")
+    assert sex.startswith("<figcaption>sex <small>vs M</small>")
+    assert race.count('class="series"') == 2 and sex.count('class="series"') == 1
+    legend = race.split('<ul class="legend">')[1].split("</ul>")[0]
+    assert "black" in legend and "asian" in legend and ">F<" not in legend

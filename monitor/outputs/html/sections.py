@@ -157,14 +157,32 @@ def _card(
     series = sorted(series, key=lambda s: order.get((s.key.attribute, s.key.group), len(order)))
     label = f"{metric}, window {window}"
     shift = continuation_shift(series, estimates, shift)
+    # small multiples: one history per attribute, each against its own reference (race vs White and
+    # sex vs M in one chart read as one comparison)
+    references = {v.attribute: v.reference for v in values}
+    histories = []
+    for attribute in dict.fromkeys([*(v.attribute for v in values), *(s.key.attribute for s in series)]):
+        mine = [s for s in series if s.key.attribute == attribute]
+        guessed = [s for s in estimates if s.key.attribute == attribute]
+        if not mine and not guessed:
+            continue
+        about = f"{label}, {attribute}"
+        histories.append(
+            f'<figure class="attribute"><figcaption>{escape(attribute)} '
+            f"<small>vs {escape(references.get(attribute, ''))}</small></figcaption>"
+            f"{_legend(mine, guessed)}"
+            f"{history_chart(mine, label=f'{about}: recent values by group, intervals shaded', estimates=guessed, shift=shift)}"
+            f"{state_timeline(mine, label=f'{about}: state of each group over time', shift=shift)}"
+            "</figure>"
+        )
+    if not histories:
+        histories.append(history_chart([], label=f"{label}: recent values by group, intervals shaded"))
     return (
         f'<section class="card state-{worst}" id="{_anchor("m", model, window, metric)}">'
         f"<h3>{escape(metric)} <small>fair {escape(fair)}</small></h3>"
         f'<p class="meaning">{escape(meaning)}</p>'
         f"{interval_plot(values, label=f'{label}: current values, intervals and fair range')}"
-        f"{_legend(series, estimates)}"
-        f"{history_chart(series, label=f'{label}: recent values by group, intervals shaded', estimates=estimates, shift=shift)}"
-        f"{state_timeline(series, label=f'{label}: state of each group over time', shift=shift)}"
+        f"{''.join(histories)}"
         "</section>"
     )
 
