@@ -287,6 +287,53 @@ def table_anytime(streams: int) -> None:
     console.print(t)
 
 
+def table_episodes(weeks: int) -> None:
+    """Sliding windows on a value exactly on its bound: how often a fair-at-the-edge model pages.
+
+    Disparate impact with the group's selection rate exactly 0.8 x the reference's (0.4 vs 0.5), a
+    1-day window re-judged every hour, fixed 95% intervals. An *episode* is a run of consecutive
+    hourly violations (one alert, held by ``for``); per week, with the share of episodes lasting at
+    least 1 h (``for: 1h`` drops the rest). Hourly traffic: the group's and the reference's rows."""
+    rng = np.random.default_rng(5)
+    hours = weeks * 168
+    t = Table(
+        title=f"episodes of false violation per week, DI on its bound 0.8, 1d window hourly, {weeks} weeks"
+    )
+    for column in (
+        "group rows/h",
+        "reference rows/h",
+        "violating evaluations",
+        "episodes / week",
+        "of them >= 1 h",
+    ):
+        t.add_column(column, justify="right")
+    for n_group, n_ref in ((20, 200), (100, 1000), (500, 5000)):
+        k_group = rng.binomial(n_group, 0.4, hours + 24)
+        k_ref = rng.binomial(n_ref, 0.5, hours + 24)
+
+        # the window ending after each hour: the last 24 hours' counts
+        def day(k: np.ndarray) -> np.ndarray:
+            c = np.concatenate([[0], np.cumsum(k)])
+            return (c[24:] - c[:-24])[:hours]
+
+        kg, kr = day(k_group), day(k_ref)
+        _, hi = contrast_interval("ratio", "fixed", kg, 24 * n_group, kr, 24 * n_ref, level=0.95)
+        bad = np.asarray(hi < 0.8)
+        starts = bad & ~np.concatenate([[False], bad[:-1]])
+        run_ids = np.cumsum(starts) * bad
+        lengths = np.bincount(run_ids[bad])[1:] if bad.any() else np.array([])
+        episodes = int(starts.sum())
+        per_week = episodes / weeks
+        # a binomial-ish spread of the weekly count: the standard error of the mean over weeks
+        weekly = np.add.reduceat(starts.astype(float), np.arange(0, hours, 168))
+        se = float(weekly.std(ddof=1) / math.sqrt(weeks))
+        longer = float((lengths >= 2).mean()) if len(lengths) else float("nan")
+        t.add_row(
+            f"{n_group:,}", f"{n_ref:,}", f"{bad.mean():.2%}", f"{per_week:.2f} +- {se:.2f}", f"{longer:.0%}"
+        )
+    console.print(t)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer draws (a smoke run)")
@@ -299,6 +346,7 @@ def main() -> None:
     table_two_sd()
     table_power()
     table_anytime(100 if args.quick else 500)
+    table_episodes(200 if args.quick else 2000)
     console.print(f"{time.perf_counter() - t0:.0f} s")
 
 
