@@ -320,7 +320,7 @@ SPECS: list[MetricSpec] = [
         ideal=1.0,
         fair_range=_AUC_RANGE,
         source=_AUC_SOURCE,
-        meaning="low: the model separates toxic from non-toxic poorly within the group",
+        meaning="low: the model separates positives from negatives poorly within the group",
         formula="AUC(D_g+ vs D_g-)",
     ),
     _group(
