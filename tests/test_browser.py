@@ -192,77 +192,13 @@ def test_the_live_view_fits_a_phone(demo: str, browser: Any) -> None:
 
 # -- the report, printed ------------------------------------------------------------------------------
 
-PRINT_START = "2026-03-01T00:00:00Z"
-RACES = ("White", "Black", "Asian", "Hispanic", "Other")
-
 
 @pytest.fixture(scope="module")
 def loan_report(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """A loan model's report with 15 compared groups (race vs White, sex vs M, race x sex vs the
-    rest), written by the real ``fairwatch report``; Black applicants approved less from hour 24."""
-    import numpy as np
-    import pandas as pd
-    import sqlalchemy as sa
-    import yaml
+    """The loan scenario's report (tests/loans.py), written by the real ``fairwatch report``."""
+    from tests.loans import write_loan_report
 
-    folder = tmp_path_factory.mktemp("loan-report")
-    rng = np.random.default_rng(22)
-    n = 60_000
-    start = pd.Timestamp(PRINT_START)
-    ts = start + pd.to_timedelta(np.sort(rng.uniform(0, 48 * 3600, n)), unit="s")
-    race = rng.choice(RACES, n, p=[0.5, 0.2, 0.12, 0.13, 0.05])
-    sex = rng.choice(["F", "M"], n)
-    approve = 0.59 - np.where((race == "Black") & (ts >= start + pd.Timedelta(hours=24)), 0.19, 0.0)
-    frame = pd.DataFrame(
-        {
-            "id": np.arange(n),
-            "ts": ts.strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "approved": (rng.random(n) < approve).astype(int),
-            "race": race,
-            "sex": sex,
-        }
-    )
-    url = f"sqlite:///{folder / 'loans.db'}"
-    engine = sa.create_engine(url)
-    frame.to_sql("decisions", engine, index=False)
-    engine.dispose()
-    config = {
-        "models": [
-            {
-                "name": "loans",
-                "source": {"kind": "sql", "url": url, "table": "decisions"},
-                "columns": {
-                    "id": "id",
-                    "timestamp": "ts",
-                    "prediction": "approved",
-                    "score": None,
-                    "label": None,
-                },
-                "groups": [
-                    {"attribute": "race", "kind": "categorical", "column": "race", "reference": "White"},
-                    {"attribute": "sex", "kind": "categorical", "column": "sex", "reference": "M"},
-                    {
-                        "attribute": "race_sex",
-                        "kind": "intersection",
-                        "columns": ["race", "sex"],
-                        "reference": "rest",
-                    },
-                ],
-                "windows": [{"name": "1d", "length": "1d"}],
-                "metrics": ["disparate_impact", "statistical_parity_difference", "four_fifths_ratio"],
-            }
-        ]
-    }
-    path = folder / "fairwatch.yaml"
-    path.write_text(yaml.safe_dump(config))
-    report = folder / "report.html"
-    done = subprocess.run(
-        [sys.executable, "-m", "monitor.cli", "report", "--config", str(path), "--start", PRINT_START,
-         "--end", "2026-03-03T00:00:00Z", "--step", "6h", "-o", str(report)],
-        capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
-    return report
+    return write_loan_report(tmp_path_factory.mktemp("loan-report"))
 
 
 def test_the_report_prints_every_group_on_a4(loan_report: Any, browser: Any, tmp_path: Any) -> None:
@@ -285,6 +221,8 @@ def test_the_report_prints_every_group_on_a4(loan_report: Any, browser: Any, tmp
     # the page that holds the group table holds every one of its columns
     table_page = next(text for text in pages if "Hispanic&F" in text)  # the table comes before the charts
     assert "disparate_impact" in table_page
+    from tests.loans import RACES
+
     groups = [*RACES[1:], "F", *(f"{r}&{s}" for r in RACES for s in ("F", "M"))]
     missing = [g for g in groups if g not in table_page]
     assert not missing, f"cut from the printed table: {missing}"

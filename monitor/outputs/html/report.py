@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -22,13 +23,15 @@ from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from metrics_core import get_metric
 from monitor.core.secrets import mask
-from monitor.core.text import number
+from monitor.core.text import fair_range_text, number
 from monitor.core.times import format_duration
 from monitor.core.version import __version__
 from monitor.evaluation.results import ModelEvaluation
 from monitor.outputs.csv_rows import rows_csv
 from monitor.outputs.html.sections import seconds, window_view
+from monitor.outputs.incidents import Finding, Incident, incidents
 from monitor.outputs.json import evaluation_rows
 from monitor.service.history import History
 
@@ -50,22 +53,44 @@ class ModelSummary:
     windows: tuple[tuple[str, str], ...]  # (name, length)
     label_delay: str
     min_samples: int
-    groups: tuple[str, ...]
+    groups: tuple[str, ...]  # each attribute with its kind, columns and reference
+    threshold: str = ""  # how a score becomes a decision
+    metrics: tuple[str, ...] = ()  # configured (empty: the task's defaults)
 
     @classmethod
     def of(cls, model: ModelConfig, source: str) -> ModelSummary:
         groups = tuple(
-            f"{g.attribute} ({g.kind}: {', '.join(g.columns or [g.column or ''])})" for g in model.groups
+            f"{g.attribute} ({g.kind}: {', '.join(g.columns or [g.column or ''])}; reference "
+            f"{g.reference if isinstance(g.reference, str) else '&'.join(g.reference)}"
+            + (f"; member at >= {g.threshold:g}" if g.kind == "indicator" else "")
+            + ")"
+            for g in model.groups
         )
+        threshold = f"score >= {model.threshold:g}" if model.columns.score and model.task == "binary" else ""
         return cls(
             model.name,
             model.task,
-            source,
+            without_folders(source),
             tuple((w.name, format_duration(w.length)) for w in model.windows),
             format_duration(model.label_delay),
             model.min_samples,
             groups,
+            threshold,
+            tuple(model.metrics or ()),
         )
+
+
+def without_folders(text: str) -> str:
+    """``text`` with the folders of every local path it names left out: a report travels further
+    than the machine it was made on.
+
+    >>> without_folders("sql table 'loans' in sqlite:////srv/data/loans.db")
+    "sql table 'loans' in sqlite:///.../loans.db"
+    >>> without_folders("parquet files /var/lib/logs/*.parquet")
+    'parquet files .../*.parquet'
+    """
+    text = re.sub(r"(sqlite:///)/?(?:[^/\s'\"]+/)+", r"\1.../", text)
+    return re.sub(r"(?<![\w:/.])/(?:[^/\s'\"]+/)+", ".../", text)
 
 
 def _write_atomically(target: Path, text: str) -> Path:
@@ -147,9 +172,10 @@ class Report:
         return _write_atomically(Path(path), rows_csv(evaluation_rows(evaluations)))
 
     def _body(self) -> str:
-        parts = [self._overview()]
+        parts = [self._overview(), self._what_happened()]
         for name, evaluations in self.evaluations.items():
             parts.append(self._model(name, evaluations))
+        parts.append(self._methodology())
         parts.append(self._config())
         if self.plans:
             parts.append(self._power())
@@ -183,6 +209,65 @@ class Report:
             f"<th>states at the end</th></tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
         )
 
+    def _what_happened(self) -> str:
+        """The first page's account: each incident (:mod:`monitor.outputs.incidents`) in words, with its
+        values, since when, and how many rows stand behind it."""
+        found = incidents([e for per_model in self.evaluations.values() for e in per_model])
+        if not found:
+            return (
+                '<h2 id="what-happened">What happened</h2><p class="facts">No value was in violation at the '
+                "last evaluation of any model.</p>"
+            )
+        items = []
+        for incident in found:
+            others = [p for p in incident.populations[1:]]
+            holding = f" <small>with {escape(', '.join(others))}</small>" if others else ""
+            items.append(
+                f"<li><p><b>{escape(incident.attribute)}={escape(incident.group)}</b> in model "
+                f"{escape(incident.model)}{holding}: {_since_text(incident, self.evaluations[incident.model])}.</p>"
+                f"<ul>{''.join(_finding_text(f, self.confidence) for f in incident.findings)}</ul></li>"
+            )
+        return (
+            '<h2 id="what-happened">What happened</h2><p class="facts">The values in violation at the last '
+            "evaluation, one entry per affected group (an intersection is listed under a group it holds "
+            "when that group is in violation too), the strongest evidence first.</p>"
+            f'<ol class="incidents">{"".join(items)}</ol>'
+        )
+
+    def _methodology(self) -> str:
+        metrics = sorted(
+            {
+                v.metric
+                for per_model in self.evaluations.values()
+                for e in per_model
+                for w in e.windows
+                for v in w.values
+            }
+        )
+        rows = []
+        for name in metrics:
+            try:
+                spec = get_metric(name)
+            except ValueError:
+                continue
+            fair = "informational" if spec.fair_range is None else spec.fair_range.describe()
+            rows.append(
+                f'<tr><th scope="row">{escape(name)}</th><td>{escape(spec.formula)}</td><td>{escape(fair)}</td>'
+                f"<td>{escape(spec.interval)}</td><td>{escape(spec.source)}</td></tr>"
+            )
+        level = f"{number(100 * self.confidence)}%"
+        return (
+            '<h2 id="methodology">Methodology</h2>'
+            f'<p class="facts">Each value is judged by its {level} interval against its fair range: '
+            "<b>violation</b> when the whole interval lies outside it, <b>inconclusive</b> when the value is "
+            "outside but the interval reaches in, <b>ok</b> inside, <b>insufficient data</b> when a "
+            "denominator has fewer rows than the model's min_samples (below). Metrics that need labels "
+            "are computed on the window shifted back by the model's label delay, so that the labels have "
+            "arrived. Undefined values are never counted as fair. The metrics of this report:</p>"
+            '<div class="scroll"><table><thead><tr><th>metric</th><th>formula</th><th>fair range</th>'
+            f"<th>interval</th><th>source of the range</th></tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
+        )
+
     def _model(self, name: str, evaluations: Sequence[ModelEvaluation]) -> str:
         head = f'<section id="{_model_id(name)}"><h2>Model {escape(name)}</h2>'
         if not evaluations:
@@ -209,14 +294,16 @@ class Report:
         rows = "".join(
             f'<tr><th scope="row">{escape(m.name)}</th><td>{escape(m.task)}</td><td>{escape(m.source)}</td>'
             f"<td>{escape(', '.join(f'{n} ({length})' for n, length in m.windows))}</td>"
-            f"<td>{escape(m.label_delay)}</td><td>{m.min_samples}</td><td>{escape('; '.join(m.groups))}</td></tr>"
+            f"<td>{escape(m.label_delay)}</td><td>{m.min_samples}</td><td>{escape(m.threshold or '-')}</td>"
+            f"<td>{escape('; '.join(m.groups))}</td><td>{escape(', '.join(m.metrics) or 'the defaults')}</td></tr>"
             for m in self.models.values()
         )
         return (
             f'<h2 id="config">Configuration</h2><p class="facts">Alerts judge each value by its '
-            f"{number(100 * self.confidence)}% interval against the fair range.</p>"
+            f"{number(100 * self.confidence)}% interval against the fair range. Credentials are masked and "
+            "local folders left out.</p>"
             '<div class="scroll"><table><thead><tr><th>model</th><th>task</th><th>source</th><th>windows</th>'
-            "<th>label delay</th><th>min_samples</th><th>groups</th></tr></thead>"
+            "<th>label delay</th><th>min_samples</th><th>decision</th><th>groups</th><th>metrics</th></tr></thead>"
             f"<tbody>{rows}</tbody></table></div>"
         )
 
@@ -320,6 +407,39 @@ def build_report(
         models=summaries,
         plans=plans,
         confidence=settings.alerts.confidence,
+    )
+
+
+def _since_text(incident: Incident, evaluations: Sequence[ModelEvaluation]) -> str:
+    """Since when, as precisely as the evaluations tell: between the last evaluation that was not in
+    violation and the first that was."""
+    since = incident.since
+    if since is None:
+        return "in violation at the last evaluation"
+    if incident.since_bounded:
+        return (
+            f"in violation at every evaluation of this report, since its first ({seconds(since)}) or earlier"
+        )
+    before = max((e.evaluated_at for e in evaluations if e.evaluated_at < since), default=None)
+    if before is None:
+        return f"in violation since {seconds(since)}"
+    return f"in violation since {seconds(since)} (it began after the evaluation of {seconds(before)})"
+
+
+def _finding_text(finding: Finding, confidence: float) -> str:
+    v = finding.value
+    try:
+        meaning = get_metric(v.metric).meaning
+    except ValueError:
+        meaning = ""
+    level = f"{number(100 * confidence)}%"
+    return (
+        f"<li>{escape(v.metric)} of {escape(v.attribute)}={escape(v.group)} against {escape(v.reference)}, "
+        f"window {escape(finding.window)}: <b>{number(v.value)}</b> ({level} interval {number(v.ci_lower)} to "
+        f"{number(v.ci_upper)}; fair range {escape(fair_range_text(v.fair_min, v.fair_max))}), "
+        f"{v.n_group:,.0f} rows in the group, {v.n_reference:,.0f} in the reference"
+        + (f" <small>{escape(meaning)}</small>" if meaning else "")
+        + "</li>"
     )
 
 

@@ -1,0 +1,105 @@
+"""Incidents: violations that share an affected population, grouped as one finding.
+
+Hand-built evaluations (the groups, states and times are the test's), and the loan scenario's real
+report (tests/loans.py): one income bug against Black applicants is one entry, holding the
+intersections Black&F and Black&M, with the time its violation began.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from metrics_core import MetricValue
+from monitor.evaluation.results import ModelEvaluation, WindowResult
+from monitor.outputs.incidents import evidence, incidents
+
+T0 = datetime(2026, 3, 1, tzinfo=UTC)
+STEP = timedelta(hours=6)
+
+
+def _value(
+    attribute: str, group: str, state: str, *, metric: str = "disparate_impact", lo: float = 0.6
+) -> MetricValue:
+    point, low, high = (0.67, lo, lo + 0.1) if state == "violation" else (1.0, 0.95, 1.05)
+    reference = {"race": "White", "sex": "M"}.get(attribute, "rest")
+    return MetricValue(
+        attribute, group, reference, metric, point, low, high, 0.8, 1.25, state, 900, 9000, 900
+    )
+
+
+def _evaluation(at: datetime, *values: MetricValue) -> ModelEvaluation:
+    window = WindowResult(
+        window="1d", start=at - timedelta(days=1), end=at, label_start=at - timedelta(days=1), label_end=at,
+        values=values, model_values=(), groups=(), n_rows=10_000, n_labeled=0,
+    )  # fmt: skip
+    return ModelEvaluation("loans", at, 0.1, (window,), rows_read=10_000)
+
+
+def test_evidence_is_the_gap_beyond_the_range_in_interval_widths() -> None:
+    # by hand: fair from 0.8; interval [0.6, 0.7]: the gap 0.1 over the width 0.1
+    assert evidence(_value("race", "Black", "violation")) == pytest.approx(1.0)
+    assert evidence(_value("race", "Black", "violation", lo=0.4)) == pytest.approx(3.0)
+    assert evidence(_value("race", "Black", "ok")) == 0.0
+
+
+def test_an_intersection_joins_the_group_it_holds_and_since_is_where_the_run_began() -> None:
+    ok = [_value("race", "Black", "ok"), _value("race_sex", "Black&F", "ok"), _value("sex", "F", "ok")]
+    bad = [
+        _value("race", "Black", "violation", lo=0.5),
+        _value("race", "Black", "violation", metric="four_fifths_ratio"),
+        _value("race_sex", "Black&F", "violation"),
+        _value("race_sex", "Black&M", "violation"),
+        _value("race_sex", "Asian&F", "violation", lo=0.3),  # no Asian or F violation: its own
+        _value("sex", "F", "ok"),
+    ]
+    history = [_evaluation(T0, *ok), _evaluation(T0 + STEP, *bad), _evaluation(T0 + 2 * STEP, *bad)]
+    found = incidents(history)
+    assert [(i.attribute, i.group) for i in found] == [
+        ("race_sex", "Asian&F"),
+        ("race", "Black"),
+    ]  # strongest first
+    black = found[1]
+    assert black.populations == ("race=Black", "race_sex=Black&F", "race_sex=Black&M")
+    assert black.findings[0].value.metric == "disparate_impact"  # its strongest value first (lo 0.5)
+    assert black.since == T0 + STEP and not black.since_bounded
+    # a violation at every evaluation given began then or before: bounded
+    (again, _) = sorted(incidents(history[1:]), key=lambda i: i.group)[::-1]
+    assert again.group == "Black" and again.since == T0 + STEP and again.since_bounded
+
+
+def test_no_violation_no_incident_and_a_nan_never_is_one() -> None:
+    undefined = _value("race", "Black", "violation")
+    undefined = MetricValue(
+        *[math.nan if f == "value" else getattr(undefined, f) for f in undefined.__dataclass_fields__]
+    )  # type: ignore[arg-type]
+    assert incidents([_evaluation(T0, _value("race", "Black", "ok"), undefined)]) == []
+
+
+def test_the_loan_report_tells_the_one_bias_as_one_entry(tmp_path: Path) -> None:
+    from tests.loans import write_loan_report
+
+    html = write_loan_report(tmp_path).read_text(encoding="utf-8")
+    happened = html.split('<h2 id="what-happened">')[1].split("<h2")[0]
+    entries = happened.split("<li><p><b>")[1:]
+    assert len(entries) == 1, happened  # one bias, one entry (9 values in violation)
+    (entry,) = entries
+    assert entry.startswith(
+        "race=Black</b> in model loans <small>with race_sex=Black&amp;F, race_sex=Black&amp;M</small>"
+    )
+    # the bias starts at 2026-03-02 00:00. A 1-day window holds a quarter of biased rows at 06:00 (the
+    # expected disparate impact 0.92), half at 12:00 (0.84, inside the range), three quarters at 18:00
+    # (0.76): judged every 6 h, the first violation is 18:00, after the evaluation of 12:00
+    assert (
+        "in violation since 2026-03-02 18:00:00 UTC (it began after the evaluation of 2026-03-02 12:00:00 UTC)"
+        in entry
+    )
+    assert entry.count("<li>") == 9  # 3 metrics x race=Black, Black&F, Black&M
+    methodology = html.split('<h2 id="methodology">')[1].split("<h2")[0]
+    assert "SR_G / SR_R" in methodology and "four-fifths" in methodology
+    config = html.split('<h2 id="config">')[1]
+    assert "reference White" in config and "reference M" in config
+    assert str(tmp_path) not in html  # the local folder is left out
