@@ -19,7 +19,8 @@ from importlib.resources import files
 from urllib.parse import urlencode
 
 from monitor.outputs.api import disclosed_error
-from monitor.outputs.html.sections import alerts_view, seconds, window_view
+from monitor.outputs.html.sections import alerts_view, incidents_view, seconds, window_view
+from monitor.outputs.incidents import incidents
 from monitor.service.history import History
 from monitor.service.snapshot import ModelStatus, Snapshot
 
@@ -119,6 +120,7 @@ class LiveView:
         )
         parts.append(f'<nav class="tabs" aria-label="windows">{tabs}</nav>')
         alerts = [a for a in snapshot.alerts if a.labels.get("model") == chosen]
+        parts.append(f"<h2>Incidents</h2>{incidents_view(incidents([evaluation]), alerts)}")
         parts.append(f"<h2>Alerts</h2>{alerts_view(alerts)}")
         result = next(w for w in evaluation.windows if w.window == shown)
         series = self.history.series(chosen, where={"window": [shown]})

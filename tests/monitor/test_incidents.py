@@ -103,3 +103,24 @@ def test_the_loan_report_tells_the_one_bias_as_one_entry(tmp_path: Path) -> None
     config = html.split('<h2 id="config">')[1]
     assert "reference White" in config and "reference M" in config
     assert str(tmp_path) not in html  # the local folder is left out
+
+
+def test_the_live_view_shows_one_row_per_incident_with_its_alerts_since() -> None:
+    from monitor.outputs.html.sections import incidents_view
+    from monitor.service.alerting import AlertTracker
+
+    bad = [
+        _value("race", "Black", "violation", lo=0.5),
+        _value("race_sex", "Black&F", "violation"),
+    ]
+    tracker = AlertTracker(for_=timedelta(0), keep_firing_for=timedelta(0))
+    evaluation = _evaluation(T0, *bad)
+    tracker.update(evaluation, T0)
+    later = _evaluation(T0 + STEP, *bad)
+    active = tracker.update(later, T0 + STEP).active
+    html = incidents_view(incidents([later]), active)
+    assert html.count('<li class="incident">') == 1
+    assert "<b>race=Black</b> <small>with race_sex=Black&amp;F</small>: disparate_impact 0.67" in html
+    assert "and 1 more value(s) in violation" in html
+    assert "alerting since 2026-03-01 00:00:00 UTC" in html  # the alerts' start, not this evaluation's
+    assert incidents_view([], active) == '<p class="incidents none">No value in violation.</p>'

@@ -29,10 +29,11 @@ from monitor.outputs.html.charts import (
     interval_plot,
     state_timeline,
 )
+from monitor.outputs.incidents import Incident
 from monitor.service.history import Series
 from monitor.service.snapshot import ActiveAlert
 
-__all__ = ["alerts_view", "seconds", "window_view"]
+__all__ = ["alerts_view", "incidents_view", "seconds", "window_view"]
 
 
 def seconds(t: datetime | None) -> str:
@@ -283,6 +284,44 @@ def _estimates_view(window: WindowResult, min_samples: int, model: str) -> str:
         "recalibration, or the map of every row): a group that fails gets no estimate.</p>"
         f"{calibration}</section>"
     )
+
+
+def incidents_view(found: Sequence[Incident], alerts: Sequence[ActiveAlert]) -> str:
+    """One row per incident (:mod:`monitor.outputs.incidents`): the affected group, the groups it
+    holds, its strongest value with interval, fair range and reference, how many values, and since
+    when its alerts have been active."""
+    if not found:
+        return '<p class="incidents none">No value in violation.</p>'
+    active: dict[tuple[str, ...], ActiveAlert] = {}
+    for a in alerts:
+        labels = a.labels
+        key = tuple(labels.get(k, "") for k in ("window", "attribute", "group", "reference", "metric"))
+        if "basis" not in labels:  # realised alerts: incidents are of the realised values
+            active[key] = a
+    rows = []
+    for incident in found:
+        top = incident.findings[0]
+        v = top.value
+        since = [
+            alert.active_since
+            for f in incident.findings
+            if (
+                alert := active.get(
+                    (f.window, f.value.attribute, f.value.group, f.value.reference, f.value.metric)
+                )
+            )
+        ]
+        others = incident.populations[1:]
+        holding = f" <small>with {escape(', '.join(others))}</small>" if others else ""
+        rows.append(
+            f'<li class="incident"><b>{escape(incident.attribute)}={escape(incident.group)}</b>{holding}: '
+            f"{escape(v.metric)} {number(v.value)} <small>[{number(v.ci_lower)}, {number(v.ci_upper)}] vs "
+            f"{escape(v.reference)}, fair {escape(fair_range_text(v.fair_min, v.fair_max))}, window "
+            f"{escape(top.window)}, {v.n_group:,.0f} rows</small>"
+            f"{f' and {len(incident.findings) - 1} more value(s) in violation' if len(incident.findings) > 1 else ''}"
+            f"{f' <small>alerting since {seconds(min(since))}</small>' if since else ''}</li>"
+        )
+    return f'<ol class="incidents">{"".join(rows)}</ol>'
 
 
 def alerts_view(alerts: Sequence[ActiveAlert], shown: int = 5) -> str:
