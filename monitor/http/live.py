@@ -20,7 +20,7 @@ from urllib.parse import urlencode
 
 from monitor.outputs.api import disclosed_error
 from monitor.outputs.html.sections import alerts_view, incidents_view, seconds, window_view
-from monitor.outputs.incidents import incidents
+from monitor.evaluation.incidents import incidents
 from monitor.service.history import History
 from monitor.service.snapshot import ModelStatus, Snapshot
 

@@ -31,6 +31,12 @@ pending) is a series of its own with the same rules: its alert carries ``basis="
 severity ``alerts.estimate_severity`` and a summary that starts "Estimated, labels pending". An
 estimate whose group failed its calibration check is ``insufficient_data`` and cannot alert.
 
+Every alert carries an ``incident`` label: the affected population it belongs to (``race=Black``;
+an intersection's alert, ``race_sex=Black&F``, the population of a part of it that is in violation
+at the same evaluation - :mod:`monitor.evaluation.incidents`), decided when the alert starts and kept
+for its life. Alertmanager grouped by ``[model, incident]`` sends one notification per incident,
+with every metric and window of it inside.
+
 The labels of an alert are its identity (``alertname``, model, window, attribute, group, reference,
 metric, severity); the annotations carry a readable ``summary``, a ``description`` with the metric's
 meaning and, when ``alerts.runbook_url`` is set, a ``runbook_url`` linking to the metric's section
@@ -47,6 +53,7 @@ from datetime import datetime, timedelta
 
 from metrics_core import MetricValue, get_metric
 from monitor.core.text import fair_range_text, number
+from monitor.evaluation.incidents import populations
 from monitor.evaluation.results import ModelEvaluation
 from monitor.service.snapshot import ActiveAlert
 
@@ -153,6 +160,7 @@ class AlertTracker:
             raise ValueError(f"now must be timezone-aware, got {now!r}")
         model = evaluation.model
         seen = _values_by_key(evaluation)
+        incident_of = populations(evaluation)
         changes = _Transitions()
         with self._lock:
             tracked = {key for key in self._series if key[0] == model}
@@ -161,7 +169,8 @@ class AlertTracker:
                 series = self._series.get(key)
                 if series is None:
                     if value is not None and _is_violation(value):
-                        self._start(key, value, now, changes)
+                        incident = incident_of.get((key[2], key[3]), f"{key[2]}={key[3]}")
+                        self._start(key, value, now, changes, incident)
                 elif series.alert.state == "pending":
                     self._step_pending(key, series, value, now, changes)
                 else:
@@ -177,9 +186,11 @@ class AlertTracker:
 
     # -- transitions (called with the lock held) -------------------------------------------------------
 
-    def _start(self, key: _Key, value: MetricValue, now: datetime, changes: _Transitions) -> None:
+    def _start(
+        self, key: _Key, value: MetricValue, now: datetime, changes: _Transitions, incident: str
+    ) -> None:
         alert = ActiveAlert(
-            labels=self._labels(key),
+            labels={**self._labels(key), "incident": incident},
             annotations=self._annotations(key, value),
             state="pending",
             active_since=now,

@@ -1,5 +1,6 @@
 """The shipped ``alertmanager.yml`` in a real Alertmanager: a realised fairness alert inhibits the
-estimate of the same value (``basis="estimate"``, docs/nowcasting.md), and nothing else.
+estimate of the same value (``basis="estimate"``, docs/nowcasting.md), and nothing else; one bias is
+one notification (grouped by ``incident``).
 
 The alerts are the service's own (:class:`~monitor.service.alerting.AlertTracker`), pushed as
 fairwatch's Alertmanager sink pushes them; only the example receiver's URL is replaced.
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -44,7 +46,9 @@ def shipped_alertmanager(webhook_receiver: WebhookReceiver) -> Iterator[str]:
         config = SHIPPED.read_text(encoding="utf-8")
         example = "http://fairness-webhook.example.internal:8080/alerts"
         assert example in config
-        (workdir / "alertmanager.yml").write_text(config.replace(example, webhook_receiver.url))
+        # grouping is what is tested, not its timing: the first notification of a group after 1 s
+        config = config.replace(example, webhook_receiver.url).replace("group_wait: 30s", "group_wait: 1s")
+        (workdir / "alertmanager.yml").write_text(config)
         port = free_port()
         url = f"http://127.0.0.1:{port}"
         argv = [
@@ -62,10 +66,11 @@ def shipped_alertmanager(webhook_receiver: WebhookReceiver) -> Iterator[str]:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _value(group: str, state: str) -> MetricValue:
+def _value(group: str, state: str, metric: str = "disparate_impact", attribute: str = "race") -> MetricValue:
     point, lower, upper = (0.6, 0.5, 0.7) if state == "violation" else (0.95, 0.9, 1.0)
+    reference = "White" if attribute == "race" else "rest"
     return MetricValue(
-        "race", group, "White", "disparate_impact", point, lower, upper, 0.8, 1.25, state, 900, 9000, 900
+        attribute, group, reference, metric, point, lower, upper, 0.8, 1.25, state, 900, 9000, 900
     )
 
 
@@ -111,3 +116,34 @@ def test_the_realised_alert_inhibits_the_estimate_of_the_same_value(shipped_aler
         ("Asian", "estimate"): "active",  # nothing confirms or clears it yet
     }
     wait_until(lambda: states() == expected, timeout=20, what=f"inhibition {expected}")
+
+
+def test_one_bias_is_one_notification(shipped_alertmanager: str, webhook_receiver: WebhookReceiver) -> None:
+    """Black's disparate impact and four-fifths ratio, and Black&F's: one incident (race=Black), one
+    notification holding the three; Asian&F alone: another."""
+    alerts = _pushed(
+        realised=[
+            _value("Black", "violation"),
+            _value("Black", "violation", metric="four_fifths_ratio"),
+            _value("Black&F", "violation", attribute="race_sex"),
+            _value("Asian&F", "violation", attribute="race_sex"),
+        ],
+        estimates=[],
+    )
+    assert {a["labels"]["incident"] for a in alerts} == {"race=Black", "race_sex=Asian&F"}
+    http_json(f"{shipped_alertmanager}/api/v2/alerts", "POST", alerts)
+
+    def notifications() -> list[Any]:
+        return [b for b in webhook_receiver.received if b.get("status") == "firing"]
+
+    wait_until(lambda: len(notifications()) >= 2, timeout=30, what="two notifications")
+    time.sleep(2)  # no third one comes: every alert is in one of the two
+    sent = notifications()
+    assert len(sent) == 2
+    by_incident = {n["groupLabels"]["incident"]: n for n in sent}
+    assert sorted(a["labels"]["group"] for a in by_incident["race=Black"]["alerts"]) == [
+        "Black",
+        "Black",
+        "Black&F",
+    ]
+    assert [a["labels"]["group"] for a in by_incident["race_sex=Asian&F"]["alerts"]] == ["Asian&F"]

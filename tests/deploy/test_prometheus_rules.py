@@ -155,7 +155,7 @@ def test_amtool_accepts_the_example_alertmanager_config(tmp_path: Path) -> None:
     out = _run([amtool_bin(), "check-config", str(DEPLOY / "alertmanager.yml")], cwd=tmp_path)
     assert "SUCCESS" in out
     config = yaml.safe_load((DEPLOY / "alertmanager.yml").read_text(encoding="utf-8"))
-    assert {"model", "metric"} <= set(config["route"]["group_by"])
+    assert {"model", "incident"} <= set(config["route"]["group_by"])
     stale = next(r for r in config["inhibit_rules"] if 'FairwatchEvaluationStale"' in r["source_matchers"][0])
     assert ALERTNAME in stale["target_matchers"][0] and stale["equal"] == ["model"]
 

@@ -256,7 +256,21 @@ def test_labels_identify_the_series(clock: FakeClock) -> None:
         "reference": "background",
         "metric": "disparate_impact",
         "severity": "critical",
+        "incident": "identity=muslim",
     }
+
+
+def test_an_intersections_alert_joins_the_incident_of_the_group_it_holds(clock: FakeClock) -> None:
+    """Its ``incident`` label names the population its incident is of: race=Black for Black&F when
+    Black is in violation too; its own group when no part of it is (and for every alert after it
+    started: labels do not change)."""
+    t = tracker(for_=timedelta(0))
+    black = replace(value("violation"), attribute="race", group="Black")
+    black_f = replace(value("violation"), attribute="race_sex", group="Black&F")
+    asian_f = replace(value("violation"), attribute="race_sex", group="Asian&F")
+    update = t.update(evaluation(black, black_f, asian_f), clock.now())
+    incident = {a.labels["group"]: a.labels["incident"] for a in update.firing}
+    assert incident == {"Black": "race=Black", "Black&F": "race=Black", "Asian&F": "race_sex=Asian&F"}
 
 
 def test_summary_says_value_interval_fair_range_and_group_size(clock: FakeClock) -> None:

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from metrics_core import MetricValue
+from monitor.evaluation.incidents import evidence, incidents
 from monitor.evaluation.results import ModelEvaluation, WindowResult
-from monitor.outputs.incidents import evidence, incidents
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 STEP = timedelta(hours=6)

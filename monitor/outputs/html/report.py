@@ -31,7 +31,7 @@ from monitor.core.version import __version__
 from monitor.evaluation.results import ModelEvaluation
 from monitor.outputs.csv_rows import rows_csv
 from monitor.outputs.html.sections import seconds, window_view
-from monitor.outputs.incidents import Finding, Incident, incidents
+from monitor.evaluation.incidents import Finding, Incident, incidents
 from monitor.outputs.json import evaluation_rows
 from monitor.service.history import History
 
@@ -210,7 +210,7 @@ class Report:
         )
 
     def _what_happened(self) -> str:
-        """The first page's account: each incident (:mod:`monitor.outputs.incidents`) in words, with its
+        """The first page's account: each incident (:mod:`monitor.evaluation.incidents`) in words, with its
         values, since when, and how many rows stand behind it."""
         found = incidents([e for per_model in self.evaluations.values() for e in per_model])
         if not found:

@@ -29,7 +29,7 @@ from monitor.outputs.html.charts import (
     interval_plot,
     state_timeline,
 )
-from monitor.outputs.incidents import Incident
+from monitor.evaluation.incidents import Incident
 from monitor.service.history import Series
 from monitor.service.snapshot import ActiveAlert
 
@@ -287,7 +287,7 @@ def _estimates_view(window: WindowResult, min_samples: int, model: str) -> str:
 
 
 def incidents_view(found: Sequence[Incident], alerts: Sequence[ActiveAlert]) -> str:
-    """One row per incident (:mod:`monitor.outputs.incidents`): the affected group, the groups it
+    """One row per incident (:mod:`monitor.evaluation.incidents`): the affected group, the groups it
     holds, its strongest value with interval, fair range and reference, how many values, and since
     when its alerts have been active."""
     if not found:

@@ -29,7 +29,7 @@ from datetime import datetime
 from metrics_core import MetricValue
 from monitor.evaluation.results import ModelEvaluation
 
-__all__ = ["Finding", "Incident", "evidence", "incidents"]
+__all__ = ["Finding", "Incident", "evidence", "incidents", "populations"]
 
 _PART = "&"  # how an intersection names its groups: Black&F
 _Key = tuple[str, str, str, str, str]  # window, attribute, group, reference, metric
@@ -102,6 +102,16 @@ def incidents(evaluations: Sequence[ModelEvaluation]) -> list[Incident]:
     for model, history in by_model.items():
         out += _model_incidents(model, history)
     return sorted(out, key=lambda i: (-i.strength, i.model, i.attribute, i.group))
+
+
+def populations(evaluation: ModelEvaluation) -> dict[tuple[str, str], str]:
+    """Each group in violation in ``evaluation`` -> its incident's population (``race=Black``; an
+    intersection's group the population of the part it joined): the ``incident`` label of its alerts."""
+    return {
+        (f.value.attribute, f.value.group): f"{i.attribute}={i.group}"
+        for i in _model_incidents(evaluation.model, [evaluation])
+        for f in i.findings
+    }
 
 
 def _model_incidents(model: str, history: list[ModelEvaluation]) -> list[Incident]:
