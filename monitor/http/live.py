@@ -18,9 +18,9 @@ from html import escape
 from importlib.resources import files
 from urllib.parse import urlencode
 
+from monitor.evaluation.incidents import incidents
 from monitor.outputs.api import disclosed_error
 from monitor.outputs.html.sections import alerts_view, incidents_view, seconds, window_view
-from monitor.evaluation.incidents import incidents
 from monitor.service.history import History
 from monitor.service.snapshot import ModelStatus, Snapshot
 

@@ -28,10 +28,10 @@ from monitor.core.secrets import mask
 from monitor.core.text import fair_range_text, number
 from monitor.core.times import format_duration
 from monitor.core.version import __version__
+from monitor.evaluation.incidents import Finding, Incident, incidents
 from monitor.evaluation.results import ModelEvaluation
 from monitor.outputs.csv_rows import rows_csv
 from monitor.outputs.html.sections import seconds, window_view
-from monitor.evaluation.incidents import Finding, Incident, incidents
 from monitor.outputs.json import evaluation_rows
 from monitor.service.history import History
 

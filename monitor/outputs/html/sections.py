@@ -20,6 +20,7 @@ from html import escape
 
 from metrics_core import STATES, MetricValue, get_metric
 from monitor.core.text import fair_range_text, number, state_reason
+from monitor.evaluation.incidents import Incident
 from monitor.evaluation.results import WindowResult
 from monitor.outputs.html.charts import (
     color_of,
@@ -29,7 +30,6 @@ from monitor.outputs.html.charts import (
     interval_plot,
     state_timeline,
 )
-from monitor.evaluation.incidents import Incident
 from monitor.service.history import Series
 from monitor.service.snapshot import ActiveAlert
 
