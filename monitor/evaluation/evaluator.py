@@ -195,6 +195,13 @@ class Evaluator:
             evaluated_at=now,
             duration_seconds=t2 - t0,
             windows=tuple(windows),
+            attribute_columns=MappingProxyType(
+                {
+                    g.attribute: (g.column,) if g.kind == "categorical" and g.column else tuple(g.columns)
+                    for g in self.model.groups
+                    if g.kind != "indicator"
+                }
+            ),
             rows_read=batch.n_rows,
             rejected=MappingProxyType(dict(rejected)),
             skipped_files=batch.skipped_files,

@@ -6,9 +6,11 @@ intersections that hold the affected group (an income bug against Black applican
 ``race=Black`` and in ``race_sex=Black&F`` and ``Black&M``). An *incident* gathers them:
 
 - per model, one incident per affected **population**: an attribute's group (``race=Black``);
-- an intersection's group (``Black&F``: its parts joined by ``&``) joins the incident of a part that
-  is itself in violation in the same model (``race=Black``; of several, the one with the strongest
-  evidence), and stands alone when no part is;
+- an intersection's group (``Black&F`` of the columns ``race`` and ``sex``: its parts joined by
+  ``&``) joins the incident of a part that is itself in violation in the same model - a group of a
+  categorical attribute over that part's column (``race=Black``; of several, the one with the
+  strongest evidence) -, and stands alone when no part is. Which attribute reads which columns comes
+  with the evaluation (``ModelEvaluation.attribute_columns``); without it, nothing is joined;
 - its values are ordered by their evidence: how far the whole interval lies beyond the fair range,
   in units of the interval's own width (a value barely outside ranks below one far outside);
 - **since**: the first evaluation from which a value has been in violation at every evaluation up to
@@ -105,16 +107,19 @@ def incidents(evaluations: Sequence[ModelEvaluation]) -> list[Incident]:
 
 
 def populations(evaluation: ModelEvaluation) -> dict[tuple[str, str], str]:
-    """Each group in violation in ``evaluation`` -> its incident's population (``race=Black``; an
-    intersection's group the population of the part it joined): the ``incident`` label of its alerts."""
+    """Each group in violation in ``evaluation`` - realised or estimated - -> its incident's population
+    (``race=Black``; an intersection's group the population of the part it joined): the ``incident``
+    label of its alerts."""
     return {
         (f.value.attribute, f.value.group): f"{i.attribute}={i.group}"
-        for i in _model_incidents(evaluation.model, [evaluation])
+        for i in _model_incidents(evaluation.model, [evaluation], estimates=True)
         for f in i.findings
     }
 
 
-def _model_incidents(model: str, history: list[ModelEvaluation]) -> list[Incident]:
+def _model_incidents(
+    model: str, history: list[ModelEvaluation], *, estimates: bool = False
+) -> list[Incident]:
     last = history[-1]
     states = [
         {
@@ -129,20 +134,23 @@ def _model_incidents(model: str, history: list[ModelEvaluation]) -> list[Inciden
             w.window, v, *_since(history, states, (w.window, v.attribute, v.group, v.reference, v.metric))
         )
         for w in last.windows
-        for v in w.values
+        for v in (*w.values, *(w.estimates if estimates else ()))
         if v.state == "violation" and not math.isnan(v.value)
     ]
-    atomic = {(f.value.attribute, f.value.group) for f in findings if _PART not in f.value.group}
+    columns = last.attribute_columns
     strength: dict[tuple[str, str], float] = {}
     for f in findings:
         key = (f.value.attribute, f.value.group)
         strength[key] = max(strength.get(key, 0.0), evidence(f.value))
+    # a group in violation of a one-column attribute, by (column, value): what an intersection's part names
+    single = {(columns[a][0], g): (a, g) for a, g in strength if len(columns.get(a, ())) == 1}
     grouped: dict[tuple[str, str], list[Finding]] = {}
     for f in findings:
         key = (f.value.attribute, f.value.group)
-        if _PART in f.value.group:
-            parts = f.value.group.split(_PART)
-            owners = [a for a in atomic if a[1] in parts]
+        own = columns.get(key[0], ())
+        parts = key[1].split(_PART)
+        if len(own) > 1 and len(parts) == len(own):  # an intersection: Black&F of (race, sex)
+            owners = [single[c, p] for c, p in zip(own, parts, strict=True) if (c, p) in single]
             if owners:
                 key = max(owners, key=lambda a: (strength[a], a))
         grouped.setdefault(key, []).append(f)

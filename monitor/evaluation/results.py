@@ -85,6 +85,9 @@ class ModelEvaluation:
     # source kind published: each publisher and when it last published (Unix seconds; NaN: unknown)
     publishers: Mapping[str, float] | None = None
     stale_publishers: tuple[str, ...] = ()  # publishers silent for longer than source.stale_after
+    # the columns each categorical and intersection attribute reads, in order (indicator attributes:
+    # none): how an intersection's group ("Black&F") names a group of another attribute (incidents)
+    attribute_columns: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
 
 
 def label_coverage(n_labeled: int, n_rows: int, n_label_rows: int | None) -> float:

@@ -33,9 +33,10 @@ estimate whose group failed its calibration check is ``insufficient_data`` and c
 
 Every alert carries an ``incident`` label: the affected population it belongs to (``race=Black``;
 an intersection's alert, ``race_sex=Black&F``, the population of a part of it that is in violation
-at the same evaluation - :mod:`monitor.evaluation.incidents`), decided when the alert starts and kept
-for its life. Alertmanager grouped by ``[model, incident]`` sends one notification per incident,
-with every metric and window of it inside.
+at the same evaluation - :mod:`monitor.evaluation.incidents`; the incident of its group's alerts
+already active, if any), decided when the alert starts and kept for its life. Alertmanager grouped
+by ``[model, incident]`` sends one notification per incident, with every metric and window of it
+inside. An intersection that crosses before the group it holds keeps its own incident.
 
 The labels of an alert are its identity (``alertname``, model, window, attribute, group, reference,
 metric, severity); the annotations carry a readable ``summary``, a ``description`` with the metric's
@@ -164,6 +165,9 @@ class AlertTracker:
         changes = _Transitions()
         with self._lock:
             tracked = {key for key in self._series if key[0] == model}
+            # a group's alerts share one incident: a metric or window starting later takes the one
+            # its group's active alerts already have
+            incident_of |= {(k[2], k[3]): self._series[k].alert.labels["incident"] for k in tracked}
             for key in sorted(tracked | seen.keys()):
                 value = seen.get(key)
                 series = self._series.get(key)

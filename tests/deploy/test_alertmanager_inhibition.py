@@ -88,7 +88,8 @@ def _pushed(realised: list[MetricValue], estimates: list[MetricValue]) -> list[d
         n_rows=10_000,
         n_labeled=10_000,
     )
-    evaluation = ModelEvaluation("loans", T0, 0.1, (window,), rows_read=10_000)
+    columns = {"race": ("race",), "race_sex": ("race", "sex")}
+    evaluation = ModelEvaluation("loans", T0, 0.1, (window,), rows_read=10_000, attribute_columns=columns)
     tracker = AlertTracker(for_=timedelta(0), keep_firing_for=timedelta(0), severity="page")
     update = tracker.update(replace(evaluation, windows=(replace(window, estimates=tuple(estimates)),)), T0)
     return [

@@ -265,12 +265,24 @@ def test_an_intersections_alert_joins_the_incident_of_the_group_it_holds(clock: 
     Black is in violation too; its own group when no part of it is (and for every alert after it
     started: labels do not change)."""
     t = tracker(for_=timedelta(0))
+    columns = {"race": ("race",), "grade": ("grade",), "race_sex": ("race", "sex")}
     black = replace(value("violation"), attribute="race", group="Black")
     black_f = replace(value("violation"), attribute="race_sex", group="Black&F")
     asian_f = replace(value("violation"), attribute="race_sex", group="Asian&F")
-    update = t.update(evaluation(black, black_f, asian_f), clock.now())
+    # a grade F far out of range: another column's F, never Black&F's part
+    grade_f = replace(value("violation"), attribute="grade", group="F", ci_lower=0.1, ci_upper=0.2)
+    found = replace(evaluation(black, black_f, asian_f, grade_f), attribute_columns=columns)
+    update = t.update(found, clock.now())
     incident = {a.labels["group"]: a.labels["incident"] for a in update.firing}
-    assert incident == {"Black": "race=Black", "Black&F": "race=Black", "Asian&F": "race_sex=Asian&F"}
+    assert incident == {
+        "Black": "race=Black", "Black&F": "race=Black", "Asian&F": "race_sex=Asian&F", "F": "grade=F"
+    }  # fmt: skip
+    # a metric of Black&F starting later joins the incident Black&F's alerts have, whatever happens now
+    later = replace(
+        evaluation(black_f, replace(black_f, metric="four_fifths_ratio")), attribute_columns=columns
+    )
+    update = t.update(later, clock.now() + STEP)
+    assert {a.labels["incident"] for a in update.firing if a.labels["group"] == "Black&F"} == {"race=Black"}
 
 
 def test_summary_says_value_interval_fair_range_and_group_size(clock: FakeClock) -> None:

@@ -19,6 +19,7 @@ from monitor.evaluation.results import ModelEvaluation, WindowResult
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 STEP = timedelta(hours=6)
+COLUMNS = {"race": ("race",), "sex": ("sex",), "race_sex": ("race", "sex"), "grade": ("grade",)}
 
 
 def _value(
@@ -36,7 +37,7 @@ def _evaluation(at: datetime, *values: MetricValue) -> ModelEvaluation:
         window="1d", start=at - timedelta(days=1), end=at, label_start=at - timedelta(days=1), label_end=at,
         values=values, model_values=(), groups=(), n_rows=10_000, n_labeled=0,
     )  # fmt: skip
-    return ModelEvaluation("loans", at, 0.1, (window,), rows_read=10_000)
+    return ModelEvaluation("loans", at, 0.1, (window,), rows_read=10_000, attribute_columns=COLUMNS)
 
 
 def test_evidence_is_the_gap_beyond_the_range_in_interval_widths() -> None:
@@ -124,3 +125,18 @@ def test_the_live_view_shows_one_row_per_incident_with_its_alerts_since() -> Non
     assert "and 1 more value(s) in violation" in html
     assert "alerting since 2026-03-01 00:00:00 UTC" in html  # the alerts' start, not this evaluation's
     assert incidents_view([], active) == '<p class="incidents none">No value in violation.</p>'
+
+
+def test_a_part_is_a_group_of_its_own_column_only() -> None:
+    """A review's cases: grade=F (another column's F) never holds race_sex=Black&F, and a categorical
+    value with an & in it (department=R&D) is a group, not an intersection."""
+    bad = [
+        _value("race", "Black", "violation"),
+        _value("grade", "F", "violation", lo=0.2),  # stronger than Black
+        _value("race_sex", "Black&F", "violation"),
+        _value("department", "R&D", "violation"),
+    ]
+    found = incidents([_evaluation(T0, *bad)])
+    owners = {p: i.populations[0] for i in found for p in i.populations}
+    assert owners["race_sex=Black&F"] == "race=Black"
+    assert owners["grade=F"] == "grade=F" and owners["department=R&D"] == "department=R&D"
