@@ -227,3 +227,5 @@ def test_the_report_prints_every_group_on_a4(loan_report: Any, browser: Any, tmp
     missing = [g for g in groups if g not in table_page]
     assert not missing, f"cut from the printed table: {missing}"
     assert "VIOLATION" in table_page  # Black's disparate impact, in words (capitals when printed)
+    # a folded section is printed too (the report opens them all): the power figures' table
+    assert "rows needed" in "".join(pages)

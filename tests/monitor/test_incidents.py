@@ -8,6 +8,7 @@ intersections Black&F and Black&M, with the time its violation began.
 from __future__ import annotations
 
 import math
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -94,10 +95,8 @@ def test_the_loan_report_tells_the_one_bias_as_one_entry(tmp_path: Path) -> None
     # the bias starts at 2026-03-02 00:00. A 1-day window holds a quarter of biased rows at 06:00 (the
     # expected disparate impact 0.92), half at 12:00 (0.84, inside the range), three quarters at 18:00
     # (0.76): judged every 6 h, the first violation is 18:00, after the evaluation of 12:00
-    assert (
-        "in violation since 2026-03-02 18:00:00 UTC (it began after the evaluation of 2026-03-02 12:00:00 UTC)"
-        in entry
-    )
+    assert "in violation at every evaluation since 2026-03-02 18:00:00 UTC; at the one before, " in entry
+    assert re.search(r"2026-03-02 12:00:00 UTC, its \w+ was (ok|inconclusive)\.", entry), entry
     assert entry.count("<li>") == 9  # 3 metrics x race=Black, Black&F, Black&M
     methodology = html.split('<h2 id="methodology">')[1].split("<h2")[0]
     assert "SR_G / SR_R" in methodology and "four-fifths" in methodology

@@ -81,16 +81,24 @@ class ModelSummary:
 
 
 def without_folders(text: str) -> str:
-    """``text`` with the folders of every local path it names left out: a report travels further
-    than the machine it was made on.
+    r"""``text`` with the folders of every local path it names left out: a report travels further
+    than the machine it was made on. Remote URLs (``postgresql://host/db``, ``s3://bucket/key``) stay.
 
     >>> without_folders("sql table 'loans' in sqlite:////srv/data/loans.db")
     "sql table 'loans' in sqlite:///.../loans.db"
-    >>> without_folders("parquet files /var/lib/logs/*.parquet")
-    'parquet files .../*.parquet'
+    >>> without_folders("parquet files /var/lib/logs/*.parquet, duckdb:////home/a/log.duckdb")
+    'parquet files .../*.parquet, duckdb:///.../log.duckdb'
+    >>> without_folders("published:/srv/panes/pub, file:///srv/x.csv, C:\\Users\\alice\\x.db, ~/logs/y.db")
+    'published:.../pub, file:///.../x.csv, .../x.db, .../y.db'
+    >>> without_folders("postgresql://fw:***@db.internal/logs, s3://bucket/a/b.parquet")
+    'postgresql://fw:***@db.internal/logs, s3://bucket/a/b.parquet'
     """
-    text = re.sub(r"(sqlite:///)/?(?:[^/\s'\"]+/)+", r"\1.../", text)
-    return re.sub(r"(?<![\w:/.])/(?:[^/\s'\"]+/)+", ".../", text)
+    segment = r"[^/\\\s'\"]+"
+    text = re.sub(rf"(\b[a-z][\w+.-]*:///)/?(?:{segment}/)+", r"\1.../", text)  # sqlite:////srv/x.db
+    text = re.sub(rf"(\b[a-z][\w+.-]*:)/(?!/)(?:{segment}/)+", r"\1.../", text)  # published:/srv/x
+    text = re.sub(rf"\b[A-Za-z]:[\\\\/](?:{segment}[\\\\/])+", ".../", text)  # C:\Users\x.db
+    text = re.sub(rf"~/(?:{segment}/)+", ".../", text)
+    return re.sub(rf"(?<![\w:/.])/(?:{segment}/)+", ".../", text)  # /var/lib/x
 
 
 def _write_atomically(target: Path, text: str) -> Path:
@@ -152,7 +160,9 @@ class Report:
             '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>{escape(self.title)}</title><style>{_css()}</style></head><body>"
-            f"<header><h1>{escape(self.title)}</h1></header><main>{self._body()}</main>"
+            # a document, not a page: every folded section open, so that reading or printing it
+            # shows everything (a printed closed <details> shows nothing of it)
+            f"<header><h1>{escape(self.title)}</h1></header><main>{self._body().replace('<details', '<details open')}</main>"
             f"<footer>fairwatch {escape(__version__)} · generated {seconds(self.generated_at)}</footer>"
             "</body></html>\n"
         )
@@ -420,10 +430,27 @@ def _since_text(incident: Incident, evaluations: Sequence[ModelEvaluation]) -> s
         return (
             f"in violation at every evaluation of this report, since its first ({seconds(since)}) or earlier"
         )
-    before = max((e.evaluated_at for e in evaluations if e.evaluated_at < since), default=None)
+    before = max(
+        (e for e in evaluations if e.evaluated_at < since), key=lambda e: e.evaluated_at, default=None
+    )
     if before is None:
         return f"in violation since {seconds(since)}"
-    return f"in violation since {seconds(since)} (it began after the evaluation of {seconds(before)})"
+    first = next(f for f in incident.findings if f.since == since)
+    key = (first.value.attribute, first.value.group, first.value.reference, first.value.metric)
+    state = next(
+        (
+            v.state
+            for w in before.windows
+            if w.window == first.window
+            for v in w.values
+            if (v.attribute, v.group, v.reference, v.metric) == key
+        ),
+        "not judged",
+    )
+    return (
+        f"in violation at every evaluation since {seconds(since)}; at the one before, "
+        f"{seconds(before.evaluated_at)}, its {escape(first.value.metric)} was {state.replace('_', ' ')}"
+    )
 
 
 def _finding_text(finding: Finding, confidence: float) -> str:
