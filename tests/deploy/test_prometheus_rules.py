@@ -186,7 +186,13 @@ def _override_alert(model: str, fair_range: str, source: str) -> dict[str, Any]:
         "while the value stays out of range."
     )
     return {
-        "exp_labels": {"severity": "page", "metric": "disparate_impact", "model": model, **_OVERRIDE_LABELS},
+        "exp_labels": {
+            "severity": "page",
+            "metric": "disparate_impact",
+            "model": model,
+            "incident": "identity=muslim",
+            **_OVERRIDE_LABELS,
+        },
         "exp_annotations": {
             "summary": f"disparate_impact for identity=muslim (vs rest) in model {model}, window 1h: 0.6, "
             f"fair range {fair_range}",

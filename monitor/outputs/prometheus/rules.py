@@ -78,7 +78,7 @@ _REJECTED_FOR = timedelta(minutes=15)
 _REJECTED_RATE_WINDOW = "15m"
 
 # Labels ALERTS has that the state series has not.
-_ALERT_ONLY_LABELS = "alertname, alertstate, severity"
+_ALERT_ONLY_LABELS = "alertname, alertstate, severity, incident"
 
 _HEADER = """\
 # Prometheus alerting rules for fairwatch, generated from the metric registry by `fairwatch rules`.
@@ -197,7 +197,13 @@ def _model_matcher(models: Sequence[str], *, negate: bool = False) -> str:
 def _fairness_rule(spec: MetricSpec, variant: _Variant, alerts: AlertsConfig) -> AlertRule:
     expr = _fairness_expr(spec.name, variant.matcher)
     for_ = format_duration(alerts.for_)
-    labels = {"severity": alerts.severity, "metric": spec.name}
+    # the incident the service's own alerts name (monitor.evaluation.incidents): the group itself here -
+    # a rule sees one series, not whether a part of an intersection is in violation too
+    labels = {
+        "severity": alerts.severity,
+        "metric": spec.name,
+        "incident": "{{ $labels.attribute }}={{ $labels.group }}",
+    }
     annotations = {
         "summary": _fairness_summary(spec.name, variant.fair_range),
         "description": _fairness_description(spec, variant, alerts.confidence),
