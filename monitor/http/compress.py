@@ -21,6 +21,8 @@ __all__ = ["MIN_SIZE", "gzipped"]
 #: Smaller answers are sent as they are: gzip's header and the CPU would cost more than they save.
 MIN_SIZE = 1024
 _COMPRESSIBLE = ("text/", "application/json")
+# on every answer of a wrapped route, compressed or not: what a cache between us and the client keys on
+_VARY = ("Vary", "Accept-Encoding")
 
 _ExcInfo = tuple[type[BaseException], BaseException, TracebackType] | tuple[None, None, None]
 
@@ -31,7 +33,13 @@ def gzipped(app: WSGIApplication) -> WSGIApplication:
 
     def wrapped(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         if not accepts_gzip(environ.get("HTTP_ACCEPT_ENCODING", "")):
-            return app(environ, start_response)
+
+            def varying(
+                status: str, headers: list[tuple[str, str]], exc_info: _ExcInfo | None = None
+            ) -> Callable[[bytes], object]:
+                return start_response(status, [*headers, _VARY], exc_info)
+
+            return app(environ, varying)
         answered: list[tuple[str, list[tuple[str, str]]]] = []
 
         def capture(
@@ -49,7 +57,7 @@ def gzipped(app: WSGIApplication) -> WSGIApplication:
         status, headers = answered[0]
         kind = next((v for k, v in headers if k.lower() == "content-type"), "")
         if len(body) < MIN_SIZE or not kind.startswith(_COMPRESSIBLE):
-            start_response(status, headers)
+            start_response(status, [*headers, _VARY])
             return [body]
         body = gzip.compress(body, compresslevel=6, mtime=0)
         changed = []
@@ -59,7 +67,7 @@ def gzipped(app: WSGIApplication) -> WSGIApplication:
             elif name.lower() == "etag":
                 value = value[:-1] + '-gzip"' if value.endswith('"') else value + "-gzip"
             changed.append((name, value))
-        start_response(status, [*changed, ("Content-Encoding", "gzip"), ("Vary", "Accept-Encoding")])
+        start_response(status, [*changed, ("Content-Encoding", "gzip"), _VARY])
         return [body]
 
     return wrapped

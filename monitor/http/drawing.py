@@ -163,7 +163,8 @@ class CachedApp:
         status, headers, body = response
         etag = next((v for k, v in headers if k == "ETag"), None)
         if etag is not None and environ.get("HTTP_IF_NONE_MATCH") == etag:
-            start_response("304 Not Modified", [(k, v) for k, v in headers if k in ("ETag", "Cache-Control")])
+            kept_headers = ("ETag", "Cache-Control", "Vary")  # a 304 says what the 200 would (RFC 9110)
+            start_response("304 Not Modified", [(k, v) for k, v in headers if k in kept_headers])
             return []
         start_response(status, list(headers))
         return [body]

@@ -78,20 +78,25 @@ def _negotiate(accept: str) -> str:
 
 
 def accepts_gzip(accept_encoding: str) -> bool:
-    """Whether ``Accept-Encoding`` lists gzip (or ``*``) with a non-zero quality."""
+    """Whether ``Accept-Encoding`` accepts gzip: gzip listed with a non-zero quality, or else ``*``
+    (an explicit gzip wins over the wildcard, RFC 9110 12.5.3).
+
+    >>> accepts_gzip("gzip, deflate"), accepts_gzip("*;q=0, gzip"), accepts_gzip("gzip;q=0, *")
+    (True, True, False)
+    """
+    qualities: dict[str, float] = {}
     for coding in accept_encoding.split(","):
         name, *params = (part.strip() for part in coding.split(";"))
-        if name.lower() not in ("gzip", "*"):
-            continue
+        quality = 1.0
         for param in params:
             key, _, value = param.partition("=")
             if key.strip().lower() == "q":
                 try:
-                    return float(value) > 0
+                    quality = float(value)
                 except ValueError:
-                    return False
-        return True
-    return False
+                    quality = 0.0
+        qualities.setdefault(name.lower(), quality)
+    return qualities.get("gzip", qualities.get("*", 0.0)) > 0
 
 
 class _Families:

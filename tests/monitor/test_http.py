@@ -588,3 +588,8 @@ def test_pages_and_results_are_gzipped_for_a_client_that_accepts_it(
 def test_gzip_refused_by_quality_zero_is_not_sent(cached_service: Service) -> None:
     answer = cached_service.get("/?model=toxicity", headers={"Accept-Encoding": "gzip;q=0"})
     assert answer.headers.get("Content-Encoding") is None
+    assert answer.headers["Vary"] == "Accept-Encoding"  # uncompressed answers vary all the same
+    again = cached_service.get(
+        "/?model=toxicity", headers={"Accept-Encoding": "gzip;q=0", "If-None-Match": answer.headers["ETag"]}
+    )
+    assert again.status == 304 and again.headers["Vary"] == "Accept-Encoding"

@@ -110,7 +110,8 @@ def _table(
             f"<small>fair {escape(fair_text)}</small></th>{''.join(cells)}</tr>"
         )
     return (
-        f'<div class="scroll"><table class="matrix"><thead><tr><th scope="col">metric</th>{head}</tr></thead>'
+        f'<div class="scroll" data-key="{_anchor("table", model, window.window, *metrics[:1])}">'
+        f'<table class="matrix"><thead><tr><th scope="col">metric</th>{head}</tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table></div>"
     )
 
@@ -269,7 +270,8 @@ def _estimates_view(window: WindowResult, min_samples: int, model: str) -> str:
         for c in window.calibration
     )
     calibration = (
-        '<div class="scroll"><table class="calibration"><thead><tr><th>attribute</th><th>group</th>'
+        f'<div class="scroll" data-key="{_anchor("calibration", model, window.window)}">'
+        '<table class="calibration"><thead><tr><th>attribute</th><th>group</th>'
         "<th>labelled rows</th><th>observed / expected</th><th>slope</th><th>map</th><th>check</th></tr></thead>"
         f"<tbody>{checks}</tbody></table></div>"
         if checks

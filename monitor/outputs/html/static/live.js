@@ -30,7 +30,12 @@
         const open = new Set(
           Array.from(main.querySelectorAll("details[open][id]"), (d) => d.id)
         );
-        const scrolled = Array.from(main.querySelectorAll(".scroll"), (box) => box.scrollLeft);
+        // by each box's data-key (its model, window and table), not its position: a table that comes
+        // or goes between two refreshes must not hand its offset to another
+        const keyOf = (box, i) => box.dataset.key || "#" + i;
+        const scrolled = new Map(
+          Array.from(main.querySelectorAll(".scroll"), (box, i) => [keyOf(box, i), box.scrollLeft])
+        );
         const html = await response.text();
         main.innerHTML = html;
         for (const id of open) {
@@ -38,7 +43,8 @@
           if (d) d.open = true;
         }
         main.querySelectorAll(".scroll").forEach((box, i) => {
-          if (scrolled[i]) box.scrollLeft = scrolled[i];
+          const left = scrolled.get(keyOf(box, i));
+          if (left) box.scrollLeft = left;
         });
         etag = response.headers.get("ETag") || "";
         main.dataset.etag = etag;
