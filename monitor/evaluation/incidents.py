@@ -24,7 +24,7 @@ Pure: from evaluations in, incidents out; the report, the live view and the noti
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -94,15 +94,22 @@ def evidence(value: MetricValue) -> float:
     return gap / width if width > 0 else math.inf
 
 
-def incidents(evaluations: Sequence[ModelEvaluation]) -> list[Incident]:
+def incidents(
+    evaluations: Sequence[ModelEvaluation], *, firing: Collection[tuple[str, ...]] = ()
+) -> list[Incident]:
     """The incidents of the last evaluation of each model in ``evaluations`` (oldest first), their
-    ``since`` read from the model's earlier evaluations given; strongest incident first."""
+    ``since`` read from the model's earlier evaluations given; strongest incident first.
+
+    ``firing``: the (model, window, attribute, group, reference, metric) of alerts that are firing - a
+    value of one of them out of range but no longer surely so (``inconclusive``) still counts, as its
+    alert keeps firing (monitor.service.alerting)."""
     by_model: dict[str, list[ModelEvaluation]] = {}
     for evaluation in evaluations:
         by_model.setdefault(evaluation.model, []).append(evaluation)
     out: list[Incident] = []
+    held = set(firing)
     for model, history in by_model.items():
-        out += _model_incidents(model, history)
+        out += _model_incidents(model, history, held=held)
     return sorted(out, key=lambda i: (-i.strength, i.model, i.attribute, i.group))
 
 
@@ -118,7 +125,11 @@ def populations(evaluation: ModelEvaluation) -> dict[tuple[str, str], str]:
 
 
 def _model_incidents(
-    model: str, history: list[ModelEvaluation], *, estimates: bool = False
+    model: str,
+    history: list[ModelEvaluation],
+    *,
+    estimates: bool = False,
+    held: set[tuple[str, ...]] | None = None,
 ) -> list[Incident]:
     last = history[-1]
     states = [
@@ -135,7 +146,14 @@ def _model_incidents(
         )
         for w in last.windows
         for v in (*w.values, *(w.estimates if estimates else ()))
-        if v.state == "violation" and not math.isnan(v.value)
+        if not math.isnan(v.value)
+        and (
+            v.state == "violation"
+            or (
+                v.state == "inconclusive"
+                and (model, w.window, v.attribute, v.group, v.reference, v.metric) in (held or ())
+            )
+        )
     ]
     columns = last.attribute_columns
     strength: dict[tuple[str, str], float] = {}

@@ -120,7 +120,15 @@ class LiveView:
         )
         parts.append(f'<nav class="tabs" aria-label="windows">{tabs}</nav>')
         alerts = [a for a in snapshot.alerts if a.labels.get("model") == chosen]
-        parts.append(f"<h2>Incidents</h2>{incidents_view(incidents([evaluation]), alerts)}")
+        firing = [
+            tuple(
+                a.labels.get(k, "") for k in ("model", "window", "attribute", "group", "reference", "metric")
+            )
+            for a in alerts
+            if a.state == "firing" and "basis" not in a.labels
+        ]
+        found = incidents([evaluation], firing=firing)
+        parts.append(f"<h2>Incidents</h2>{incidents_view(found, alerts)}")
         parts.append(f"<h2>Alerts</h2>{alerts_view(alerts)}")
         result = next(w for w in evaluation.windows if w.window == shown)
         series = self.history.series(chosen, where={"window": [shown]})
