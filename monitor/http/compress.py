@@ -10,10 +10,10 @@ Accept-Encoding`` tells caches between the client and us.
 from __future__ import annotations
 
 import gzip
-from collections.abc import Callable, Iterable
-from types import TracebackType
+from collections.abc import Iterable
 from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
+from monitor.http.drawing import capture
 from monitor.http.metrics import accepts_gzip
 
 __all__ = ["MIN_SIZE", "gzipped"]
@@ -24,39 +24,16 @@ _COMPRESSIBLE = ("text/", "application/json")
 # on every answer of a wrapped route, compressed or not: what a cache between us and the client keys on
 _VARY = ("Vary", "Accept-Encoding")
 
-_ExcInfo = tuple[type[BaseException], BaseException, TracebackType] | tuple[None, None, None]
-
 
 def gzipped(app: WSGIApplication) -> WSGIApplication:
     """``app`` whose text and JSON answers of at least :data:`MIN_SIZE` bytes are gzip-compressed
     (level 6) for a client that accepts gzip."""
 
     def wrapped(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
-        if not accepts_gzip(environ.get("HTTP_ACCEPT_ENCODING", "")):
-
-            def varying(
-                status: str, headers: list[tuple[str, str]], exc_info: _ExcInfo | None = None
-            ) -> Callable[[bytes], object]:
-                return start_response(status, [*headers, _VARY], exc_info)
-
-            return app(environ, varying)
-        answered: list[tuple[str, list[tuple[str, str]]]] = []
-
-        def capture(
-            status: str, headers: list[tuple[str, str]], exc_info: _ExcInfo | None = None
-        ) -> Callable[[bytes], object]:
-            answered[:] = [(status, headers)]
-            return lambda data: None
-
-        chunks = app(environ, capture)
-        try:
-            body = b"".join(chunks)
-        finally:
-            if hasattr(chunks, "close"):
-                chunks.close()
-        status, headers = answered[0]
+        status, headers, body = capture(app, environ)
         kind = next((v for k, v in headers if k.lower() == "content-type"), "")
-        if len(body) < MIN_SIZE or not kind.startswith(_COMPRESSIBLE):
+        wanted = accepts_gzip(environ.get("HTTP_ACCEPT_ENCODING", ""))
+        if not wanted or len(body) < MIN_SIZE or not kind.startswith(_COMPRESSIBLE):
             start_response(status, [*headers, _VARY])
             return [body]
         body = gzip.compress(body, compresslevel=6, mtime=0)

@@ -27,7 +27,7 @@ from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 if TYPE_CHECKING:
     from _typeshed import OptExcInfo
 
-__all__ = ["DRAWING_SHARE", "MAX_WAITING", "CachedApp", "Drawing"]
+__all__ = ["DRAWING_SHARE", "MAX_WAITING", "CachedApp", "Drawing", "capture"]
 
 #: The share of the wall clock that drawing answers may take.
 DRAWING_SHARE = 0.25
@@ -150,7 +150,7 @@ class CachedApp:
             # a stale answer only of the same kind: the last element of a state (the error details
             # shown or not) never changes under a client's feet
             stale = kept[1] if kept is not None and _same(kept[0][-1:], state[-1:]) else None
-            found = self._drawing.draw(lambda: _capture(self._app, environ), stale=stale, drawn=drawn)
+            found = self._drawing.draw(lambda: capture(self._app, environ), stale=stale, drawn=drawn)
             if found is None:
                 return _busy(start_response)
             response = found
@@ -188,7 +188,7 @@ def _busy(start_response: StartResponse) -> Iterable[bytes]:
     return [_BUSY]
 
 
-def _capture(app: WSGIApplication, environ: WSGIEnvironment) -> Response:
+def capture(app: WSGIApplication, environ: WSGIEnvironment) -> Response:
     """Run ``app`` once and keep what it answered, with the length of the body it produced."""
     captured: list[tuple[str, list[tuple[str, str]]]] = []
 
@@ -198,7 +198,12 @@ def _capture(app: WSGIApplication, environ: WSGIEnvironment) -> Response:
         captured[:] = [(status, headers)]
         return lambda data: None
 
-    body = b"".join(app(environ, start_response))
+    chunks = app(environ, start_response)
+    try:
+        body = b"".join(chunks)
+    finally:
+        if hasattr(chunks, "close"):  # PEP 3333: the server closes what the application returned
+            chunks.close()
     ((status, headers),) = captured
     kept = [(k, v) for k, v in headers if k.lower() != "content-length"]
     return status, [*kept, ("Content-Length", str(len(body)))], body
