@@ -39,6 +39,7 @@ from monitor.evaluation.nowcast import (
     SCORE,
     Calibration,
     CalibrationCheck,
+    Labelled,
     calibration_checks,
     cross_fitted,
     design_effects,
@@ -320,8 +321,9 @@ class Evaluator:
         nowcast = model.nowcast
         known_attrs = self._attributes(known, flagged)
         method, rows = nowcast.calibration, nowcast.group_map_rows
-        calibration = fit_calibration(score, label, weight, method, known_attrs, group_rows=rows)
-        probabilities = cross_fitted(score, label, weight, method, known_attrs, calibration)
+        labelled = Labelled(score, label, weight, known_attrs)
+        calibration = fit_calibration(labelled, method, group_rows=rows)
+        probabilities = cross_fitted(labelled, calibration)
         checks = calibration_checks(
             known_attrs,
             probabilities,
@@ -343,11 +345,7 @@ class Evaluator:
         )
         fitted = method == "isotonic" or any(calibration.fits.values())
         resampled = (
-            resampled_calibrations(
-                score, label, weight, method, known_attrs, calibration, resamples=nowcast.resamples
-            )
-            if fitted
-            else []
+            resampled_calibrations(labelled, calibration, resamples=nowcast.resamples) if fitted else []
         )
         if not resampled:  # identity and no group's own map: nothing fitted to be wrong about
             return distrust(estimate(calibration), checks), checks

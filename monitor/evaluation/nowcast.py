@@ -112,6 +112,27 @@ Fits = Mapping[str, Mapping[str, tuple[float, float]]]
 
 
 @dataclass(frozen=True)
+class Labelled:
+    """The label window's labelled rows as calibration reads them: scores, 0/1 labels, weights (rows
+    each stands for), and the compared groups' masks over them."""
+
+    score: np.ndarray
+    label: np.ndarray
+    weight: np.ndarray
+    attrs: Sequence[mc.Attribute]
+
+    def rows(self, keep: np.ndarray) -> Labelled:
+        """Only the rows ``keep`` selects (a fold)."""
+        return Labelled(
+            self.score[keep], self.label[keep], self.weight[keep], [_rows(a, keep) for a in self.attrs]
+        )
+
+    def weighed(self, weight: np.ndarray) -> Labelled:
+        """The same rows weighing ``weight`` (a resample)."""
+        return Labelled(self.score, self.label, weight, self.attrs)
+
+
+@dataclass(frozen=True)
 class Calibration:
     """Scores -> probabilities: one map for every row (``pooled``) and, for each group of a categorical
     attribute with enough labelled rows, its own recalibration of that map (``fits``: ``logit q_g =
@@ -119,6 +140,12 @@ class Calibration:
 
     pooled: Callable[[np.ndarray], np.ndarray]
     fits: Fits = field(default_factory=dict)
+    method: Literal["isotonic", "identity"] = "isotonic"
+
+    def refit(self, rows: Labelled) -> Calibration:
+        """The same calibration - its method, the same groups with maps of their own - fitted on
+        ``rows`` (a fold, a resample of the rows it was fitted on)."""
+        return fit_calibration(rows, self.method, group_rows=0, groups=_keys(self.fits))
 
     def probabilities(self, score: np.ndarray, attr: mc.Attribute | None = None) -> np.ndarray:
         """Each row's probability: the pooled map's, recalibrated for the groups of ``attr`` that have
@@ -138,11 +165,8 @@ def recalibrated(q: np.ndarray, attr: mc.Attribute, fits: Mapping[str, tuple[flo
 
 
 def fit_calibration(
-    score: np.ndarray,
-    label: np.ndarray,
-    weight: np.ndarray,
+    rows: Labelled,
     method: Literal["isotonic", "identity"],
-    attrs: Sequence[mc.Attribute],
     *,
     group_rows: float,
     groups: Mapping[str, set[str]] | None = None,
@@ -152,12 +176,13 @@ def fit_calibration(
     none). An indicator attribute's groups overlap - a row of two groups would need two probabilities
     - and keep the pooled map. ``groups``: refit exactly these groups (per attribute) whatever their
     rows - a resample or a fold of the rows some calibration was decided on - where both labels occur."""
+    score, label, weight = rows.score, rows.label, rows.weight
     pooled = calibration_map(score, label, weight, method)
     fits: dict[str, dict[str, tuple[float, float]]] = {}
     if group_rows <= 0 and groups is None:
-        return Calibration(pooled, fits)
+        return Calibration(pooled, fits, method)
     q = np.clip(pooled(score), _EDGE, 1 - _EDGE)
-    for attr in attrs:
+    for attr in rows.attrs:
         if attr.kind != "categorical":
             continue
         for key in _checked_keys(attr):
@@ -171,60 +196,39 @@ def fit_calibration(
             slope, _, intercept = _recalibration(q[mask], y, w)
             if math.isfinite(slope) and math.isfinite(intercept):
                 fits.setdefault(attr.name, {})[key] = (intercept, slope)
-    return Calibration(pooled, fits)
+    return Calibration(pooled, fits, method)
 
 
-def cross_fitted(
-    score: np.ndarray,
-    label: np.ndarray,
-    weight: np.ndarray,
-    method: Literal["isotonic", "identity"],
-    attrs: Sequence[mc.Attribute],
-    calibration: Calibration,
-) -> dict[str, np.ndarray]:
+def cross_fitted(rows: Labelled, calibration: Calibration) -> dict[str, np.ndarray]:
     """Each labelled row's probability, per attribute, from ``calibration`` refitted on the other half of
     the rows (two folds, alternating) - the same groups with maps of their own, decided on all the rows:
     a map checked on the rows it was fitted on fits them better than it fits new rows, and the check
     would pass what it should fail."""
-    fold = np.arange(len(score)) % 2 == 0
-    groups = _keys(calibration.fits)
-    out = {a.name: np.empty(len(score), dtype=np.float64) for a in attrs}
+    fold = np.arange(len(rows.score)) % 2 == 0
+    out = {a.name: np.empty(len(rows.score), dtype=np.float64) for a in rows.attrs}
     for train in (fold, ~fold):
-        if not (weight[train] > 0).any() or not (weight[~train] > 0).any():  # too few rows to split
-            return {a.name: calibration.probabilities(score, a) for a in attrs}
-        part = fit_calibration(
-            score[train], label[train], weight[train], method, [_rows(a, train) for a in attrs],
-            group_rows=0, groups=groups,
-        )  # fmt: skip
-        for a in attrs:
-            out[a.name][~train] = part.probabilities(score[~train], _rows(a, ~train))
+        if not (rows.weight[train] > 0).any() or not (rows.weight[~train] > 0).any():  # too few to split
+            return {a.name: calibration.probabilities(rows.score, a) for a in rows.attrs}
+        part, held = calibration.refit(rows.rows(train)), rows.rows(~train)
+        for a, mine in zip(rows.attrs, held.attrs, strict=True):
+            out[a.name][~train] = part.probabilities(held.score, mine)
     return out
 
 
-def resampled_calibrations(
-    score: np.ndarray,
-    label: np.ndarray,
-    weight: np.ndarray,
-    method: Literal["isotonic", "identity"],
-    attrs: Sequence[mc.Attribute],
-    calibration: Calibration,
-    *,
-    resamples: int,
-) -> list[Calibration]:
+def resampled_calibrations(rows: Labelled, calibration: Calibration, *, resamples: int) -> list[Calibration]:
     """``calibration`` refitted on ``resamples`` Poisson bootstrap resamples of the labelled rows (each
     row's weight times a Poisson(1) count; Hanley & MacGibbon 2006), the same groups with maps of their
     own: how much it varies. Seeded by the rows, so one window gives one answer."""
     if resamples == 0:
         return []
     # seeded by the rows (the window's scores, not only their counts: two windows draw differently)
+    score, label = rows.score, rows.label
     rng = np.random.default_rng([len(score), int(label.sum()), resamples, int(score.sum() * 1e6) % 2**32])
-    groups = _keys(calibration.fits)
     out = []
     for _ in range(resamples):
-        drawn = weight * rng.poisson(1.0, len(score))
+        drawn = rows.weight * rng.poisson(1.0, len(score))
         if (drawn > 0).any():
-            refit = fit_calibration(score, label, drawn, method, attrs, group_rows=0, groups=groups)
-            out.append(refit)
+            out.append(calibration.refit(rows.weighed(drawn)))
     return out
 
 

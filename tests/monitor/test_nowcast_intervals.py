@@ -24,6 +24,7 @@ from monitor.config import settings_from_dict
 from monitor.core.errors import ConfigError
 from monitor.evaluation.evaluators import build_evaluators
 from monitor.evaluation.nowcast import (
+    Labelled,
     calibration_checks,
     calibration_map,
     cross_fitted,
@@ -243,7 +244,7 @@ def test_a_groups_own_map_is_sklearns_logistic_regression_on_the_pooled_logit() 
     p = rng.uniform(0.02, 0.98, n)
     label = (rng.random(n) < np.where(group == "b", p**2, p)).astype(float)
     attr = mc.categorical_attribute("g", group, reference="a")
-    calibration = fit_calibration(p, label, np.ones(n), "identity", [attr], group_rows=500)
+    calibration = fit_calibration(Labelled(p, label, np.ones(n), [attr]), "identity", group_rows=500)
     assert set(calibration.fits["g"]) == {"g=a", "g=b"}  # c: ~140 rows, below 500
     b = group == "b"
     logit = np.log(p[b] / (1 - p[b]))
@@ -274,9 +275,9 @@ def test_the_check_uses_the_maps_the_estimates_use() -> None:
     p, label, group, attr = _miscalibrated_b(0)
     weight = np.ones(len(p))
     just_short = int((group == "b").sum()) + 1
-    calibration = fit_calibration(p, label, weight, "identity", [attr], group_rows=just_short)
+    calibration = fit_calibration(Labelled(p, label, weight, [attr]), "identity", group_rows=just_short)
     assert "g=b" not in calibration.fits.get("g", {})
-    q = cross_fitted(p, label, weight, "identity", [attr], calibration)
+    q = cross_fitted(Labelled(p, label, weight, [attr]), calibration)
     np.testing.assert_array_equal(q["g"][group == "b"], p[group == "b"])
     checks = calibration_checks([attr], q, label, weight, confidence=0.95, tolerance=0.1, min_samples=100)
     (b,) = [c for c in checks if c.group == "b"]
@@ -288,7 +289,9 @@ def test_every_resample_refits_the_groups_the_calibration_fitted() -> None:
     the draws' spread measures "own map or pooled", not the map's error)."""
     p, label, group, attr = _miscalibrated_b(1)
     weight = np.ones(len(p))
-    calibration = fit_calibration(p, label, weight, "identity", [attr], group_rows=int((group == "b").sum()))
+    calibration = fit_calibration(
+        Labelled(p, label, weight, [attr]), "identity", group_rows=int((group == "b").sum())
+    )
     assert set(calibration.fits["g"]) == {"g=a", "g=b"}
-    draws = resampled_calibrations(p, label, weight, "identity", [attr], calibration, resamples=20)
+    draws = resampled_calibrations(Labelled(p, label, weight, [attr]), calibration, resamples=20)
     assert len(draws) == 20 and all(set(d.fits["g"]) == {"g=a", "g=b"} for d in draws)
