@@ -355,8 +355,11 @@ class Evaluator:
         fixed: dict[str, Any] = {"adjust": "none", "method": "fixed"}
         draws = [estimate(again, **fixed) for again in resampled]
         z = NormalDist().inv_cdf(0.5 + self.confidence / 2)
-        effects = design_effects(estimate(calibration, **fixed), draws, z=z)
-        estimates = widened(estimate(calibration), effects, min_samples=model.min_samples)
+        judged = estimate(calibration)
+        unadjusted = (
+            judged if (self.adjust, self.method) == ("none", "fixed") else estimate(calibration, **fixed)
+        )
+        estimates = widened(judged, design_effects(unadjusted, draws, z=z), min_samples=model.min_samples)
         return distrust(estimates, checks), checks
 
     def _estimates(
