@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from statistics import NormalDist
 from types import MappingProxyType
 from typing import Any, Self
@@ -30,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 import metrics_core as mc
-from monitor.config import ModelConfig
+from monitor.config import GroupConfig, ModelConfig
 from monitor.core.errors import ConfigError
 from monitor.core.suggest import did_you_mean
 from monitor.evaluation.attributes import AbsentReference, attributes, comparison_sample
@@ -50,6 +51,7 @@ from monitor.evaluation.nowcast import (
     soft_labelled,
     widened,
 )
+from monitor.evaluation.onset import Cut
 from monitor.evaluation.results import GroupStats, ModelEvaluation, WindowResult
 from monitor.reading.frame import (
     WEIGHT_SQUARES,
@@ -215,6 +217,39 @@ class Evaluator:
             published_panes=None if published is None else published.panes_written,
             **self._fleet(now),
         )
+
+    def cuts(
+        self, start: datetime, end: datetime, step: timedelta, *, attribute: str, group: str, metric: str
+    ) -> list[Cut]:
+        """``metric`` of ``attribute=group`` on either side of every ``step`` in ``[start, end)`` (the
+        candidate changes of :func:`~monitor.evaluation.onset.change_point`): one read of the span, with
+        a 0/1 column per step where counted; each side judged on its own, at a fixed, unadjusted level."""
+        edges = [start]
+        while edges[-1] + step < end:
+            edges.append(edges[-1] + step)
+        edges.append(end)
+        steps = tuple(itertools.pairwise(edges))
+        if len(steps) < 2:
+            return []
+        read = self.plan.read(steps, start, end, None)
+        model = columns_for_frame(self.model, read.batch.frame)
+        frame, _ = clean_rows(read.batch.frame, model, counted=read.batch.counted)
+        groups = [g for g in self.model.groups if g.attribute == attribute]
+        within = WindowMasks(frame, steps if read.batch.counted else None)
+        inside = np.cumsum([within(a, b) for a, b in steps], axis=0)  # rows before each step's end
+        fixed: dict[str, Any] = {"adjust": "none", "method": "fixed"}
+
+        def value(rows: pd.DataFrame) -> mc.MetricValue | None:
+            attrs = self._attributes(rows, read.batch.flagged, groups)
+            report, _ = self._compute(rows, [metric], 1, model, read.batch.flagged, attrs=attrs, **fixed)
+            return next((v for v in report.values if v.group == group and v.attribute == attribute), None)
+
+        cuts = []
+        for i, (at, _) in enumerate(steps[1:]):
+            before, after = value(frame.loc[inside[i] > 0]), value(frame.loc[(inside[-1] - inside[i]) > 0])
+            if before is not None and after is not None:
+                cuts.append(Cut(at, before, after))
+        return cuts
 
     def _fleet(self, now: datetime) -> dict[str, Any]:
         """A published source's publishers, when each last published, and which are silent."""
@@ -400,10 +435,12 @@ class Evaluator:
             ].values
         return values
 
-    def _attributes(self, frame: pd.DataFrame, flagged: frozenset[str]) -> list[mc.Attribute]:
+    def _attributes(
+        self, frame: pd.DataFrame, flagged: frozenset[str], groups: Sequence[GroupConfig] | None = None
+    ) -> list[mc.Attribute]:
         # sampling weights: a group's min_size and rank among max_groups by its effective sample
         return attributes(
-            self.model.groups,
+            self.model.groups if groups is None else groups,
             frame,
             max_groups=self.model.max_groups,
             weight=weights(effective_sample(frame)),

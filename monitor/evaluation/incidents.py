@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from metrics_core import MetricValue
+from monitor.evaluation.onset import Onset
 from monitor.evaluation.results import ModelEvaluation
 
 __all__ = ["Finding", "Incident", "evidence", "incidents", "populations"]
@@ -55,6 +56,7 @@ class Incident:
     attribute: str
     group: str
     findings: tuple[Finding, ...]
+    onset: Onset | None = None  # when it began, estimated from the log (:mod:`.onsets`); None: not estimated
 
     @property
     def since(self) -> datetime | None:

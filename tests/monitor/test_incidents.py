@@ -97,6 +97,12 @@ def test_the_loan_report_tells_the_one_bias_as_one_entry(tmp_path: Path) -> None
     # expected disparate impact 0.92), half at 12:00 (0.84, inside the range), three quarters at 18:00
     # (0.76): judged every 6 h, the first violation is 18:00, after the evaluation of 12:00
     assert "in violation at every evaluation since 2026-03-02 18:00:00 UTC; at the one before, " in entry
+    # when it began, from the log's counts rather than the evaluations: within 2 h of the true onset
+    began = re.search(r"began about (\S+ \S+) UTC ± (\w+)", entry)
+    assert began, entry
+    onset = datetime.fromisoformat(began[1]).replace(tzinfo=UTC)
+    assert abs(onset - datetime(2026, 3, 2, tzinfo=UTC)) <= timedelta(hours=2), entry
+    assert began[2] in ("1h", "2h"), entry
     assert re.search(r"2026-03-02 12:00:00 UTC, its \w+ was (ok|inconclusive)\.", entry), entry
     assert entry.count("<li>") == 9  # 3 metrics x race=Black, Black&F, Black&M
     methodology = html.split('<h2 id="methodology">')[1].split("<h2")[0]

@@ -29,6 +29,7 @@ from monitor.core.text import fair_range_text, number
 from monitor.core.times import format_duration
 from monitor.core.version import __version__
 from monitor.evaluation.incidents import Finding, Incident, incidents
+from monitor.evaluation.onset import onset_text
 from monitor.evaluation.results import ModelEvaluation
 from monitor.outputs.csv_rows import rows_csv
 from monitor.outputs.html.sections import seconds, window_view
@@ -122,6 +123,7 @@ class Report:
     models: dict[str, ModelSummary]
     plans: list[dict[str, object]] = field(default_factory=list)
     confidence: float = 0.95
+    incidents: tuple[Incident, ...] | None = None  # with their onsets (None: found from the evaluations)
 
     def to_pandas(self) -> pd.DataFrame:
         """One row per (model, evaluation, window, group, metric), as ``fairwatch evaluate --format
@@ -222,7 +224,11 @@ class Report:
     def _what_happened(self) -> str:
         """The first page's account: each incident (:mod:`monitor.evaluation.incidents`) in words, with its
         values, since when, and how many rows stand behind it."""
-        found = incidents([e for per_model in self.evaluations.values() for e in per_model])
+        found = (
+            self.incidents
+            if self.incidents is not None
+            else incidents([e for per_model in self.evaluations.values() for e in per_model])
+        )
         if not found:
             return (
                 '<h2 id="what-happened">What happened</h2><p class="facts">No value was in violation at the '
@@ -379,6 +385,7 @@ def build_report(
     the power figures at the last instant (one more evaluation, with the rates planning reads);
     ``evaluations`` already made (``fairwatch check``) are used as they are, without power figures."""
     from monitor.evaluation.evaluators import Evaluators, build_evaluators
+    from monitor.evaluation.onsets import with_onsets
     from monitor.outputs.power import plan_model, plans_as_rows, with_planning_rates
 
     configs = {m.name: m for m in settings.models if models is None or m.name in models}
@@ -410,6 +417,10 @@ def build_report(
                         last, model, confidence=settings.alerts.confidence, method=settings.alerts.method
                     )
                 )
+        found = incidents([e for name in configs for e in evaluations.get(name, ())])
+        if found and progress:
+            progress(f"estimating when {len(found)} incident(s) began")
+        found = with_onsets(found, evaluators, {n: e[-1] for n, e in evaluations.items() if e})
     return Report(
         title=title or f"fairwatch report: {', '.join(evaluations)}",
         generated_at=datetime.now(UTC),
@@ -417,12 +428,20 @@ def build_report(
         models=summaries,
         plans=plans,
         confidence=settings.alerts.confidence,
+        incidents=tuple(found),
     )
 
 
 def _since_text(incident: Incident, evaluations: Sequence[ModelEvaluation]) -> str:
-    """Since when, as precisely as the evaluations tell: between the last evaluation that was not in
-    violation and the first that was."""
+    """Since when: the onset estimated from the log, then as the evaluations tell it - between the last
+    evaluation that was not in violation and the first that was."""
+    judged = _judged_since(incident, evaluations)
+    if incident.onset is None:
+        return judged
+    return f"began {escape(onset_text(incident.onset))}; {judged}"
+
+
+def _judged_since(incident: Incident, evaluations: Sequence[ModelEvaluation]) -> str:
     since = incident.since
     if since is None:
         return "in violation at the last evaluation"

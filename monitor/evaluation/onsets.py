@@ -1,0 +1,91 @@
+"""Each incident's onset, read from its model's log: which value to estimate it on, over which span.
+
+:mod:`.onset` estimates a change point from the metric on either side of each cut; this module picks,
+per incident (:mod:`.incidents`), what to cut and where:
+
+- the value: the incident's strongest of its own population (``race=Black`` rather than an
+  intersection that joined it), in its window;
+- the span: from two window lengths before the run of violations began (``Incident.since``, or the
+  evaluation itself) to the window's end - the label window's, for a metric that needs labels, whose
+  rows after it have none yet;
+- the cuts: every pane (``panes.size``, an hour by default), at most :data:`MOST_CUTS` of them (a
+  longer span is cut at a multiple of the pane).
+
+A source that fails leaves the incident without an onset (logged), never the evaluation without its
+incidents.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+from collections.abc import Mapping, Sequence
+from statistics import NormalDist
+
+import metrics_core as mc
+from monitor.evaluation.evaluator import Evaluator
+from monitor.evaluation.incidents import Incident
+from monitor.evaluation.onset import Onset, change_point
+from monitor.evaluation.results import ModelEvaluation
+
+__all__ = ["MOST_CUTS", "onset_of", "with_onsets"]
+
+log = logging.getLogger(__name__)
+
+#: At most this many cuts per search: 4 days of hourly panes.
+MOST_CUTS = 96
+
+
+def with_onsets(
+    found: Sequence[Incident], evaluators: Mapping[str, Evaluator], last: Mapping[str, ModelEvaluation]
+) -> list[Incident]:
+    """``found`` with each incident's onset estimated (``last``: each model's evaluation they are of)."""
+    out = []
+    for incident in found:
+        evaluator, evaluation = evaluators.get(incident.model), last.get(incident.model)
+        onset = None if evaluator is None or evaluation is None else onset_of(evaluator, incident, evaluation)
+        out.append(dataclasses.replace(incident, onset=onset))
+    return out
+
+
+def onset_of(evaluator: Evaluator, incident: Incident, evaluation: ModelEvaluation) -> Onset | None:
+    """The incident's estimated onset (``None``: not estimable, or its source failed)."""
+    own = [
+        f
+        for f in incident.findings
+        if (f.value.attribute, f.value.group) == (incident.attribute, incident.group)
+    ]
+    finding = (own or list(incident.findings))[0]
+    window = next((w for w in evaluation.windows if w.window == finding.window), None)
+    if window is None:
+        return None
+    spec = mc.REGISTRY.get(finding.value.metric)
+    labels = spec is not None and "y_true" in spec.requires
+    start, end = (window.label_start, window.label_end) if labels else (window.start, window.end)
+    since = finding.since or evaluation.evaluated_at
+    start -= (evaluation.evaluated_at - since) + 2 * (end - start)
+    pane = evaluator.model.panes.size
+    step = pane * max(1, math.ceil((end - start) / pane / MOST_CUTS))
+    try:
+        cuts = evaluator.cuts(
+            start,
+            end,
+            step,
+            attribute=finding.value.attribute,
+            group=finding.value.group,
+            metric=finding.value.metric,
+        )
+    except Exception as exc:  # an estimate the incident can do without: said, not raised
+        log.warning(
+            "model %s: the onset of incident %s=%s could not be estimated: %s: %s",
+            incident.model,
+            incident.attribute,
+            incident.group,
+            type(exc).__name__,
+            exc,
+        )
+        return None
+    z = NormalDist().inv_cdf(0.5 + evaluator.confidence / 2)
+    onset = change_point(cuts, z=z, level=evaluator.confidence)
+    return None if onset is None else dataclasses.replace(onset, step=step, metric=finding.value.metric)

@@ -1,0 +1,118 @@
+"""The onset of a change (monitor.evaluation.onset): the cut where the metric on either side differs
+most surely, and its likelihood interval.
+
+References: a slow, independent binomial likelihood-ratio scan over the same hourly counts (its two
+rates per side fitted by maximum likelihood, Hinkley 1970), and hand-built cuts.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+from scipy.stats import norm
+
+from metrics_core import MetricValue
+from monitor.evaluation.onset import Cut, Onset, change_point, onset_text
+
+T0 = datetime(2026, 3, 1, tzinfo=UTC)
+HOUR = timedelta(hours=1)
+Z = float(norm.ppf(0.975))
+
+
+def _rate(k: float, n: float) -> MetricValue:
+    """A selection rate with its Wald interval: what a side of a cut holds."""
+    p = k / n
+    half = Z * math.sqrt(p * (1 - p) / n)
+    return MetricValue("race", "Black", "White", "selection_rate", p, p - half, p + half, 0, 1, "ok", n, n, n)
+
+
+def _binomial_scan(k: np.ndarray, n: np.ndarray) -> int:
+    """The index of the most likely single change in hourly binomial counts: a slow loop over every
+    split, each side's rate at its maximum likelihood."""
+
+    def loglik(kk: float, nn: float) -> float:
+        p = kk / nn
+        return sum(x * math.log(q) for x, q in ((kk, p), (nn - kk, 1 - p)) if x > 0)
+
+    best, where = -math.inf, -1
+    for i in range(1, len(k)):
+        ll = loglik(k[:i].sum(), n[:i].sum()) + loglik(k[i:].sum(), n[i:].sum())
+        if ll > best:
+            best, where = ll, i
+    return where
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_change_is_where_a_binomial_likelihood_scan_puts_it(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    hours, onset = 48, int(rng.integers(10, 38))
+    n = rng.poisson(250, hours).astype(float)
+    p = np.where(np.arange(hours) < onset, 0.59, 0.45)
+    k = rng.binomial(n.astype(int), p).astype(float)
+    cuts = [
+        Cut(T0 + i * HOUR, _rate(k[:i].sum(), n[:i].sum()), _rate(k[i:].sum(), n[i:].sum()))
+        for i in range(1, hours)
+    ]
+    found = change_point(cuts, z=Z)
+    assert found is not None
+    assert found.at == T0 + _binomial_scan(k, n) * HOUR
+    assert abs(found.at - (T0 + onset * HOUR)) <= 2 * HOUR
+    assert found.earliest <= found.at <= found.latest and not found.bounded
+
+
+def test_its_interval_holds_the_level_of_the_likelihood_and_is_wider_for_a_fainter_change() -> None:
+    rng = np.random.default_rng(7)
+    hours, onset = 48, 24
+    n = np.full(hours, 100.0)
+    widths = []
+    for drop in (0.2, 0.05):
+        k = rng.binomial(100, np.where(np.arange(hours) < onset, 0.6, 0.6 - drop)).astype(float)
+        cuts = [
+            Cut(T0 + i * HOUR, _rate(k[:i].sum(), n[:i].sum()), _rate(k[i:].sum(), n[i:].sum()))
+            for i in range(1, hours)
+        ]
+        found = change_point(cuts, z=Z)
+        assert found is not None
+        # by hand: exp(W/2) over the cuts, normalised; the interval's cuts hold at least 95% of it
+        w = np.array([(c.after.value - c.before.value) ** 2 for c in cuts]) / np.array(
+            [
+                ((c.before.ci_upper - c.before.ci_lower) / (2 * Z)) ** 2
+                + ((c.after.ci_upper - c.after.ci_lower) / (2 * Z)) ** 2
+                for c in cuts
+            ]
+        )
+        posterior = np.exp(w / 2 - (w / 2).max())
+        posterior /= posterior.sum()
+        inside = [found.earliest <= c.at <= found.latest for c in cuts]
+        assert posterior[inside].sum() >= 0.95
+        assert cuts[int(np.argmax(posterior))].at == found.at
+        widths.append(found.latest - found.earliest)
+    assert widths[1] > widths[0]  # a fainter change is placed less surely
+
+
+def test_no_judged_cut_is_no_onset_and_a_change_at_the_edge_is_bounded() -> None:
+    undefined = MetricValue(
+        "a", "g", "r", "m", math.nan, math.nan, math.nan, 0, 1, "insufficient_data", 0, 0, 0
+    )
+    assert change_point([Cut(T0, undefined, undefined)], z=Z) is None
+    # the rate differs only across the first cut: the change may be before the span
+    cuts = [
+        Cut(T0 + i * HOUR, _rate(k, n), _rate(6000, 10000))
+        for i, (k, n) in enumerate([(20, 100), (110, 200), (175, 300), (236, 400)], start=1)
+    ]
+    edge = change_point(cuts, z=Z)
+    assert edge is not None and edge.at == T0 + HOUR and edge.bounded
+
+
+def test_the_onset_reads_as_a_time_with_its_uncertainty() -> None:
+    t = datetime(2026, 3, 2, 1, tzinfo=UTC)
+    onset = Onset(t, t - HOUR, t + 2 * HOUR, 0.95, 0.99, 0.67, False, HOUR, "disparate_impact")
+    assert onset.uncertainty == 1.5 * HOUR
+    assert onset_text(onset).startswith(
+        "about 2026-03-02 01:00 UTC ± 1h30m (its disparate_impact changed from 0.99 to 0.67"
+    )
+    assert onset_text(onset).endswith("95% interval 2026-03-02 00:00 to 03:00)")
+    assert Onset(t, t, t, 0.95, 1, 0.5, False, HOUR).uncertainty == HOUR  # never finer than the cuts
