@@ -49,12 +49,14 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from metrics_core import MetricValue, get_metric
 from monitor.core.text import fair_range_text, number
-from monitor.evaluation.incidents import populations
+from monitor.evaluation.incidents import evidence, populations
+from monitor.evaluation.onset import Onset, onset_text
 from monitor.evaluation.results import ModelEvaluation
 from monitor.service.snapshot import ActiveAlert
 
@@ -65,6 +67,7 @@ __all__ = [
     "AlertUpdate",
     "alert_description",
     "alert_summary",
+    "incident_summary",
     "runbook_link",
 ]
 
@@ -155,8 +158,12 @@ class AlertTracker:
         self._series: dict[_Key, _Series] = {}
         self._lock = threading.Lock()
 
-    def update(self, evaluation: ModelEvaluation, now: datetime) -> AlertUpdate:
-        """Advance every series of ``evaluation.model`` to ``now``; other models are left alone."""
+    def update(
+        self, evaluation: ModelEvaluation, now: datetime, *, onsets: Mapping[str, Onset] | None = None
+    ) -> AlertUpdate:
+        """Advance every series of ``evaluation.model`` to ``now``; other models are left alone.
+        ``onsets``: when each incident (by its ``incident`` label) began, where estimated
+        (:mod:`monitor.service.onsets`)."""
         if now.tzinfo is None:
             raise ValueError(f"now must be timezone-aware, got {now!r}")
         model = evaluation.model
@@ -179,6 +186,11 @@ class AlertTracker:
                     self._step_pending(key, series, value, now, changes)
                 else:
                     self._step_firing(key, series, value, now, changes)
+            self._describe_incidents(model, seen, onsets or {})
+            described = {frozenset(s.alert.labels.items()): s.alert for s in self._series.values()}
+            changes.started_pending = [
+                described.get(frozenset(a.labels.items()), a) for a in changes.started_pending
+            ]
             return AlertUpdate(
                 model=model,
                 active=self._active(),
@@ -227,6 +239,26 @@ class AlertTracker:
         if now - series.cleared_since >= self.keep_firing_for:
             del self._series[key]
             changes.resolved.append(replace(series.alert, state="resolved"))
+
+    def _describe_incidents(
+        self, model: str, seen: Mapping[_Key, MetricValue], onsets: Mapping[str, Onset]
+    ) -> None:
+        """Give each active alert of ``model`` its incident's account (``incident_summary``, and
+        ``onset`` where estimated): one text for every alert of an incident, so that a notification
+        grouped by ``incident`` carries it among its common annotations."""
+        members: dict[str, list[_Key]] = {}
+        for key, series in self._series.items():
+            if key[0] == model:
+                members.setdefault(series.alert.labels["incident"], []).append(key)
+        for incident, keys in members.items():
+            values = [(key, seen[key]) for key in keys if key in seen and _is_out_of_range(seen[key])]
+            onset = onsets.get(incident)
+            text = incident_summary(incident, model, values, onset, confidence=self.confidence)
+            extra = {"incident_summary": text} | ({"onset": onset_text(onset)} if onset else {})
+            for key in keys:
+                series = self._series[key]
+                annotations = {k: v for k, v in series.alert.annotations.items() if k not in _INCIDENT_NOTES}
+                series.alert = replace(series.alert, annotations=annotations | extra)
 
     def _fire_if_due(self, series: _Series, now: datetime) -> None:
         if now - series.alert.active_since >= self.for_:
@@ -320,6 +352,42 @@ def alert_summary(value: MetricValue, *, model: str, window: str, confidence: fl
         f"({_level(confidence)} CI {_number(value.ci_lower)} to {_number(value.ci_upper)}), "
         f"fair range {fair_range_text(value.fair_min, value.fair_max)}, "
         f"{_rows(value.n_group)} in the group"
+    )
+
+
+_INCIDENT_NOTES = ("incident_summary", "onset")
+
+
+def incident_summary(
+    incident: str,
+    model: str,
+    values: Sequence[tuple[_Key, MetricValue]],
+    onset: Onset | None,
+    *,
+    confidence: float,
+) -> str:
+    """An incident in one paragraph: who, how many values, the strongest with its interval, since when.
+
+    >>> v = MetricValue("race", "Black", "White", "disparate_impact", 0.67, 0.65, 0.69, 0.8, 1.25,
+    ...                 "violation", 5998, 15027, 5998)
+    >>> incident_summary("race=Black", "loans", [(("loans", "1d", "race", "Black", "White",
+    ...                  "disparate_impact", "labels"), v)], None, confidence=0.95)
+    'race=Black in model loans: 1 value out of its fair range (disparate_impact); strongest: disparate_impact of race=Black vs White, window 1d: 0.67 (95% CI 0.65 to 0.69), fair range [0.8, 1.25], 5,998 rows in the group'
+    """
+    if not values:
+        head = f"{incident} in model {model}: no value out of its fair range at the last evaluation"
+        return head + (f"; began {onset_text(onset)}" if onset else "")
+    key, top = max(values, key=lambda kv: (evidence(kv[1]), kv[0]))
+    metrics = sorted({v.metric for _, v in values})
+    others = sorted({f"{v.attribute}={v.group}" for _, v in values} - {incident})
+    holding = f" (with {', '.join(others)})" if others else ""
+    count = f"{len(values)} value{'s' if len(values) != 1 else ''}"
+    return (
+        f"{incident} in model {model}{holding}: {count} out of its fair range ({', '.join(metrics)}); "
+        f"strongest: {top.metric} of {top.attribute}={top.group} vs {top.reference}, window {key[1]}: "
+        f"{_number(top.value)} ({_level(confidence)} CI {_number(top.ci_lower)} to {_number(top.ci_upper)}), "
+        f"fair range {fair_range_text(top.fair_min, top.fair_max)}, {_rows(top.n_group)} in the group"
+        + (f"; began {onset_text(onset)}" if onset else "")
     )
 
 

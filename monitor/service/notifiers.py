@@ -78,11 +78,15 @@ class WebhookAlert(TypedDict):
 
 
 class WebhookPayload(TypedDict):
-    """What :class:`WebhookNotifier` POSTs: shaped like Alertmanager's own webhook payload."""
+    """What :class:`WebhookNotifier` POSTs: shaped like Alertmanager's own webhook payload, one per
+    incident (grouped by ``model`` and ``incident``, as the example Alertmanager config groups)."""
 
     version: str
     receiver: str
     status: str
+    groupLabels: dict[str, str]
+    commonLabels: dict[str, str]
+    commonAnnotations: dict[str, str]
     alerts: list[WebhookAlert]
 
 
@@ -150,12 +154,17 @@ class AlertmanagerNotifier:
 
 
 class WebhookNotifier:
-    """POSTs one JSON object per call, shaped loosely like Alertmanager's webhook payload::
+    """POSTs one JSON object per incident, shaped like Alertmanager's webhook payload::
 
         {"version": "1", "receiver": "fairwatch", "status": "firing" | "resolved",
+         "groupLabels": {"model", "incident"}, "commonLabels": {...}, "commonAnnotations": {...},
          "alerts": [{"status", "labels", "annotations", "startsAt", "endsAt", "generatorURL"}]}
 
-    ``status`` is ``firing`` when any alert fires. Nothing is sent when there is nothing to say.
+    The alerts of one incident (their ``model`` and ``incident`` labels) travel together, as
+    Alertmanager grouped by ``[alertname, model, incident]`` sends them: the incident's account
+    (``incident_summary``, ``onset``) is among the common annotations, every metric and window inside.
+    ``status`` is ``firing`` when any alert of the incident fires. Nothing is sent when there is
+    nothing to say.
     """
 
     name = "webhook"
@@ -171,17 +180,25 @@ class WebhookNotifier:
         return self._endpoint.url
 
     def send(self, firing: Sequence[ActiveAlert], resolved: Sequence[ActiveAlert], now: datetime) -> None:
-        if not firing and not resolved:
-            return
-        alerts = [self._alert(a, "firing", _NO_END) for a in firing]
-        alerts += [self._alert(a, "resolved", rfc3339_utc_millis(now)) for a in resolved]
-        payload: WebhookPayload = {
-            "version": "1",
-            "receiver": "fairwatch",
-            "status": "firing" if firing else "resolved",
-            "alerts": alerts,
-        }
-        self._endpoint.post_json(payload, timeout=self.timeout_seconds, sink=self.name)
+        groups: dict[tuple[str, str], list[WebhookAlert]] = {}
+        for alerts, status, ends_at in (
+            (firing, "firing", _NO_END),
+            (resolved, "resolved", rfc3339_utc_millis(now)),
+        ):
+            for a in alerts:
+                group = (a.labels.get("model", ""), a.labels.get("incident", ""))
+                groups.setdefault(group, []).append(self._alert(a, status, ends_at))
+        for (model, incident), members in groups.items():
+            payload: WebhookPayload = {
+                "version": "1",
+                "receiver": "fairwatch",
+                "status": "firing" if any(m["status"] == "firing" for m in members) else "resolved",
+                "groupLabels": {"model": model, "incident": incident},
+                "commonLabels": _common([m["labels"] for m in members]),
+                "commonAnnotations": _common([m["annotations"] for m in members]),
+                "alerts": members,
+            }
+            self._endpoint.post_json(payload, timeout=self.timeout_seconds, sink=self.name)
 
     def _alert(self, alert: ActiveAlert, status: str, ends_at: str) -> WebhookAlert:
         return {
@@ -456,6 +473,12 @@ def _short_body(exc: urllib.error.HTTPError) -> str:
 
 
 # -- formatting ------------------------------------------------------------------------------------------
+
+
+def _common(mappings: Sequence[Mapping[str, str]]) -> dict[str, str]:
+    """The pairs every mapping has (Alertmanager's ``commonLabels`` and ``commonAnnotations``)."""
+    first, *rest = mappings
+    return {k: v for k, v in first.items() if all(m.get(k) == v for m in rest)}
 
 
 def _starts_at(alert: ActiveAlert) -> datetime:

@@ -23,6 +23,7 @@ from monitor.evaluation.results import ModelEvaluation
 from monitor.service.alerting import AlertTracker, AlertUpdate
 from monitor.service.delivery import AlertDelivery
 from monitor.service.notifiers import Notifier
+from monitor.service.onsets import Onsets
 from monitor.service.snapshot import ActiveAlert, ModelStatus, Snapshot
 
 __all__ = ["Runner"]
@@ -39,10 +40,12 @@ class Runner:
         notifiers: Sequence[Notifier],
         clock: Clock,
         log_alerts: bool = True,
+        onsets: Onsets | None = None,
     ) -> None:
         self.evaluators = dict(evaluators)
         self.log_alerts = log_alerts  # alerts.log: the pending / cleared lines too, not only firing ones
         self.tracker = tracker
+        self.onsets = onsets if onsets is not None else Onsets()  # each incident's, read from the log once
         self.clock = clock
         self._lock = threading.Lock()  # two models' jobs may finish at once: one snapshot writer
         self._subscribers: list[Callable[[Snapshot], None]] = []
@@ -89,7 +92,8 @@ class Runner:
         except Exception as exc:  # the job boundary: count, log, keep the last values, retry next tick
             self._record_failure(name, exc)
             return None
-        update = self.tracker.update(evaluation, now)
+        update = self.tracker.update(evaluation, now, onsets=self.onsets.estimate(evaluator, evaluation))
+        self.onsets.keep(name, {a.labels["incident"] for a in update.active if a.labels.get("model") == name})
         if self.log_alerts:
             _log_transitions(update)
         self.delivery.submit(name, update.firing, update.resolved, now)

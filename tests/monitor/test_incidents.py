@@ -18,6 +18,7 @@ import pytest
 from metrics_core import MetricValue
 from monitor.evaluation.incidents import evidence, incidents
 from monitor.evaluation.results import ModelEvaluation, WindowResult
+from tests.servers import WebhookReceiver
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 STEP = timedelta(hours=6)
@@ -158,3 +159,46 @@ def test_a_firing_alerts_inconclusive_value_still_counts() -> None:
     key = ("loans", "1d", "race", "Black", "White", "four_fifths_ratio")
     (kept,) = incidents([evaluation], firing=[key])
     assert [f.value.metric for f in kept.findings] == ["disparate_impact", "four_fifths_ratio"]
+
+
+def test_the_service_says_when_the_loan_bias_began_in_its_alerts_page_and_webhook(
+    tmp_path: Path, webhook_receiver: WebhookReceiver
+) -> None:
+    """The loan scenario through a Runner at 2026-03-02 18:00, the first hourly evaluation after the
+    onset whose 1-day window is in violation: its alerts, the live view's incident row and a webhook's
+    one notification per incident all say it began about 00:00, within 2 h of the true onset."""
+    from monitor.config import load_settings
+    from monitor.core.clock import FakeClock
+    from monitor.evaluation.evaluators import build_evaluators
+    from monitor.outputs.html.sections import incidents_view
+    from monitor.service.alerting import AlertTracker
+    from monitor.service.notifiers import WebhookNotifier
+    from monitor.service.runner import Runner
+    from tests.loans import write_loan_config
+
+    settings = load_settings(write_loan_config(tmp_path))
+    clock = FakeClock(datetime(2026, 3, 2, 18, tzinfo=UTC))
+    with build_evaluators(settings) as evaluators:
+        hook = WebhookNotifier(webhook_receiver.url, timeout_seconds=5)
+        tracker = AlertTracker(for_=timedelta(0), keep_firing_for=timedelta(0))
+        runner = Runner(evaluators, tracker=tracker, notifiers=[hook], clock=clock)
+        evaluation = runner.run_model("loans")
+        assert evaluation is not None and runner.delivery.flush(timeout=30)
+        alerts = runner.snapshot().alerts
+        payloads = list(webhook_receiver.received)
+    assert {a.labels["incident"] for a in alerts} == {"race=Black"}
+    assert len(alerts) >= 6  # race=Black, Black&F, Black&M, in more than one metric
+    onsets = {a.annotations["onset"] for a in alerts}
+    (onset,) = onsets  # one account per incident, on every alert of it
+    began = datetime.strptime(onset[len("about ") :][:16], "%Y-%m-%d %H:%M").replace(tzinfo=UTC)
+    assert abs(began - datetime(2026, 3, 2, tzinfo=UTC)) <= timedelta(hours=2), onset
+    (summary,) = {a.annotations["incident_summary"] for a in alerts}
+    assert summary.startswith("race=Black in model loans (with race_sex=Black&F, race_sex=Black&M): ")
+    assert f"began {onset}" in summary
+    # one webhook notification for the one incident, its account among the common annotations
+    (payload,) = payloads
+    assert payload["groupLabels"] == {"model": "loans", "incident": "race=Black"}
+    assert payload["commonAnnotations"]["onset"] == onset
+    assert len(payload["alerts"]) == len(alerts)
+    html = incidents_view(incidents([evaluation]), alerts)
+    assert html.count('<li class="incident">') == 1 and f"began {onset}" in html.replace("&amp;", "&")

@@ -117,6 +117,27 @@ def test_webhook_posts_firing_and_resolved_alerts(webhook_receiver: WebhookRecei
     assert resolved["endsAt"] == "2026-03-01T12:00:00.000Z"
 
 
+def test_webhook_posts_one_notification_per_incident(webhook_receiver: WebhookReceiver) -> None:
+    def of(group: str, incident: str, metric: str, state: str = "firing") -> ActiveAlert:
+        a = alert(group, state=state)
+        return replace(
+            a,
+            labels={**a.labels, "incident": incident, "metric": metric},
+            annotations={**a.annotations, "incident_summary": f"{incident}: what happened"},
+        )
+
+    black = [of("muslim", "identity=muslim", "disparate_impact"), of("muslim", "identity=muslim", "tpr")]
+    other = of("jewish", "identity=jewish", "disparate_impact", state="resolved")
+    WebhookNotifier(webhook_receiver.url, timeout_seconds=5).send(black, [other], NOW)
+
+    first, second = webhook_receiver.received
+    assert first["groupLabels"] == {"model": "toxicity", "incident": "identity=muslim"}
+    assert first["status"] == "firing" and len(first["alerts"]) == 2
+    assert first["commonAnnotations"]["incident_summary"] == "identity=muslim: what happened"
+    assert "metric" not in first["commonLabels"] and first["commonLabels"]["group"] == "muslim"
+    assert second["groupLabels"]["incident"] == "identity=jewish" and second["status"] == "resolved"
+
+
 def test_webhook_status_is_resolved_when_nothing_fires(webhook_receiver: WebhookReceiver) -> None:
     WebhookNotifier(webhook_receiver.url, timeout_seconds=5).send([], [alert(state="resolved")], NOW)
     (body,) = webhook_receiver.received

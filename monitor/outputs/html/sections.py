@@ -21,6 +21,7 @@ from html import escape
 from metrics_core import STATES, MetricValue, get_metric
 from monitor.core.text import fair_range_text, number, state_reason
 from monitor.evaluation.incidents import Incident
+from monitor.evaluation.onset import onset_text
 from monitor.evaluation.results import WindowResult
 from monitor.outputs.html.charts import (
     color_of,
@@ -315,13 +316,25 @@ def incidents_view(found: Sequence[Incident], alerts: Sequence[ActiveAlert]) -> 
         ]
         others = incident.populations[1:]
         holding = f" <small>with {escape(', '.join(others))}</small>" if others else ""
+        population = f"{incident.attribute}={incident.group}"
+        onset = incident.onset and onset_text(incident.onset)
+        onset = onset or next(
+            (
+                a.annotations["onset"]
+                for a in alerts
+                if a.labels.get("incident") == population and "onset" in a.annotations
+            ),
+            None,
+        )
         rows.append(
             f'<li class="incident"><b>{escape(incident.attribute)}={escape(incident.group)}</b>{holding}: '
             f"{escape(v.metric)} {number(v.value)} <small>[{number(v.ci_lower)}, {number(v.ci_upper)}] vs "
             f"{escape(v.reference)}, fair {escape(fair_range_text(v.fair_min, v.fair_max))}, window "
             f"{escape(top.window)}, {v.n_group:,.0f} rows</small>"
             f"{f' and {len(incident.findings) - 1} more value(s) in violation' if len(incident.findings) > 1 else ''}"
-            f"{f' <small>alerting since {seconds(min(since))}</small>' if since else ''}</li>"
+            f"{f' <small>alerting since {seconds(min(since))}</small>' if since else ''}"
+            + (f'<br><small class="onset">began {escape(onset)}</small>' if onset else "")
+            + "</li>"
         )
     return f'<ol class="incidents">{"".join(rows)}</ol>'
 
