@@ -46,6 +46,7 @@ from monitor.outputs.prometheus.collector import SnapshotCollector
 from monitor.service.alerting import AlertTracker
 from monitor.service.dispatch import Dispatcher
 from monitor.service.history import History
+from monitor.service.history_store import HistoryStore
 from monitor.service.notifiers import Notifier, build_notifiers
 from monitor.service.runner import Runner
 from monitor.service.snapshot import Snapshot
@@ -273,7 +274,10 @@ def _assemble(
     runner = Runner(
         evaluators, tracker=tracker, notifiers=notifiers, clock=clock, log_alerts=settings.alerts.log
     )
-    history = History(settings.server.history)  # what the live view charts
+    kept = settings.server.history
+    history = History(kept.size, HistoryStore.open(kept.directory) if kept.directory else None)  # charted
+    if loaded := history.load(m.name for m in settings.models):  # a restart keeps the charts
+        log.info("history: %d kept evaluations read back from %s", loaded, kept.directory)
     # read now: a web config that does not load is a config error before anything starts
     web = WebConfigFile(settings.server.web_config_file) if settings.server.web_config_file else None
     runner.subscribe(history.record)

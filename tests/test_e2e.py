@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -97,3 +99,54 @@ def test_run_serves_what_evaluate_prints(tmp_path: Path) -> None:
             "n_reference",
         ):
             assert twin[field] == row[field], (key(row), field)
+
+
+def _history_times(port: int) -> set[str]:
+    data = json.loads(_get(f"http://127.0.0.1:{port}/api/v1/history"))["data"]
+    return {point[0] for series in data["series"] for point in series["points"]}
+
+
+def test_a_restarted_service_keeps_its_history(tmp_path: Path) -> None:
+    """``server.history.directory``: a real process evaluates, is stopped, and its successor serves the
+    points the first kept (the issue: "a restart forgets it, and the charts cover two minutes")."""
+    now = datetime.now(UTC)
+    write_demo_log(
+        tmp_path / "predictions.db",
+        start=now - timedelta(hours=1),
+        history=timedelta(hours=2),
+        future=timedelta(0),
+    )
+    port = free_port()
+    cfg = write_demo_config(tmp_path, port=port)
+    text = cfg.read_text()
+    assert f'server: {{host: "127.0.0.1", port: {port}}}' in text
+    cfg.write_text(
+        text.replace(
+            f'server: {{host: "127.0.0.1", port: {port}}}',
+            f'server: {{host: "127.0.0.1", port: {port}, history: {{size: 50, directory: kept}}}}',
+        )
+    )
+
+    def run_until(enough: Callable[[set[str]], bool]) -> set[str]:
+        with (tmp_path / "run.log").open("a") as log:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "monitor.cli", "run", "--config", str(cfg)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        try:
+            deadline, seen = time.monotonic() + 60, set()
+            while time.monotonic() < deadline and not enough(seen):
+                with contextlib.suppress(OSError):
+                    seen = _history_times(port)
+                time.sleep(0.2)
+            assert enough(seen), (tmp_path / "run.log").read_text()
+            return seen
+        finally:
+            proc.terminate()
+            proc.wait(timeout=15)
+
+    first = run_until(lambda seen: len(seen) >= 3)
+    kept = run_until(lambda seen: bool(seen))  # its first answer with any point
+    assert first <= kept, sorted(first - kept)
+    assert list((tmp_path / "kept").iterdir())  # one folder per model

@@ -3,7 +3,7 @@
 Strings may hold ``${VAR}`` or ``${VAR:-default}``; they are replaced from the environment
 before validation, so passwords live in the environment (a Kubernetes Secret), never in the
 file. Relative paths (``sqlite:///x.db``, ``duckdb:///x.duckdb``, file globs, text option files,
-``panes.directory``, ``server.web_config_file``) are relative to the config file.
+``panes.directory``, ``server.history.directory``, ``server.web_config_file``) are relative to the config file.
 """
 
 from __future__ import annotations
@@ -247,6 +247,9 @@ def _resolve_relative_paths(settings: Settings, base: Path) -> Settings:
     server = settings.server
     if server.web_config_file and not os.path.isabs(server.web_config_file):
         server = server.model_copy(update={"web_config_file": str(base / server.web_config_file)})
+    if server.history.directory and not os.path.isabs(server.history.directory):
+        history = server.history.model_copy(update={"directory": str(base / server.history.directory)})
+        server = server.model_copy(update={"history": history})
     return settings.model_copy(update={"models": models, "server": server})
 
 

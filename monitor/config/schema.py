@@ -501,10 +501,20 @@ class AlertsConfig(_Strict):
         return value
 
 
+class HistoryConfig(_Strict):
+    """``server.history``: the judged values the live view charts and ``/api/v1/history`` serves
+    (:mod:`monitor.service.history`). ``server.history: 720`` is short for ``{size: 720}``."""
+
+    size: int = Field(default=720, ge=1, le=100_000)  # evaluations kept per model
+    # also written here (one folder per model), so that a restart keeps them and ``fairwatch
+    # backfill`` fills them; unset: memory only. Relative to the config file.
+    directory: str | None = None
+
+
 class ServerConfig(_Strict):
     host: str = "127.0.0.1"
     port: int = Field(default=9810, ge=0, le=65535)
-    history: int = Field(default=720, ge=1, le=100_000)  # evaluations per model kept for the live view
+    history: HistoryConfig = Field(default_factory=HistoryConfig)
     # TLS, basic auth, headers, rate limit: exporter-toolkit's file (monitor.http.web_config)
     web_config_file: str | None = None
     # /healthz and /readyz without credentials (a kubelet cannot send them); never rate limited
@@ -512,6 +522,12 @@ class ServerConfig(_Strict):
     # a failed source's error and skipped file paths on / and /api/v1/results: auto = only when
     # every request is authenticated (basic auth or verified client certificates); always in the log
     error_details: Literal["auto", "shown", "hidden"] = "auto"
+
+    @field_validator("history", mode="before")
+    @classmethod
+    def _history_size(cls, value: Any) -> Any:
+        # `history: 720`, the form before `directory` existed: the size
+        return {"size": value} if isinstance(value, int) and not isinstance(value, bool) else value
 
 
 class Settings(_Strict):

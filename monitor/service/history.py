@@ -9,7 +9,9 @@ evaluation when the set of series did not change: about 41 bytes per value, so 7
 a model with 500 series take about 15 MB.
 
 :meth:`History.record` is a :meth:`monitor.service.runner.Runner.subscribe` callback: it keeps each
-model's ``last_evaluation`` once.
+model's ``last_evaluation`` once. With ``server.history.directory`` every kept evaluation is also on disk
+(:mod:`monitor.service.history_store`): :meth:`History.load` reads them back at start-up, and
+``fairwatch backfill`` writes the evaluations it makes there.
 """
 
 from __future__ import annotations
@@ -25,9 +27,10 @@ import numpy as np
 
 from metrics_core import STATES
 from monitor.evaluation.results import ModelEvaluation
+from monitor.service.history_store import HistoryStore
 from monitor.service.snapshot import Snapshot
 
-__all__ = ["History", "Series", "SeriesKey"]
+__all__ = ["History", "Series", "SeriesKey", "judged"]
 
 
 class SeriesKey(NamedTuple):
@@ -80,15 +83,37 @@ class _Frame:
 
 class History:
     """The last ``size`` evaluations of every model (thread-safe: recorded from evaluation
-    threads, read by HTTP threads)."""
+    threads, read by HTTP threads); with a ``store``, also on disk (``server.history.directory``)."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, store: HistoryStore | None = None) -> None:
         if size < 1:
             raise ValueError(f"history size must be at least 1, got {size}")
         self.size = size
+        self.store = store
         self._frames: dict[str, deque[_Frame]] = {}
         self._lock = threading.Lock()
         self._version = 0  # changes whenever what the history holds changes
+
+    def load(self, models: Iterable[str]) -> int:
+        """Read the ``models``' kept evaluations back from the store (at start-up); how many."""
+        if self.store is None:
+            return 0
+        loaded = 0
+        for model in models:
+            frames: deque[_Frame] = deque(maxlen=self.size)
+            for at, keys, values, states in self.store.load(model, self.size):
+                series = tuple(SeriesKey(*k) for k in keys)
+                if frames and frames[-1].keys == series:
+                    series = frames[-1].keys
+                index = np.array(
+                    [_STATE_INDEX.get(s, _STATE_INDEX["insufficient_data"]) for s in states], dtype=np.uint8
+                )
+                frames.append(_Frame(at, series, values, index))
+            with self._lock:
+                self._frames[model] = frames
+                self._version += 1
+            loaded += len(frames)
+        return loaded
 
     @property
     def version(self) -> int:
@@ -109,28 +134,25 @@ class History:
                 self.add(status.last_evaluation)
 
     def add(self, evaluation: ModelEvaluation) -> None:
+        keys, values, states = judged(evaluation)
+        gone: list[datetime] = []
         with self._lock:
             frames = self._frames.setdefault(evaluation.model, deque(maxlen=self.size))
             if frames and frames[-1].at == evaluation.evaluated_at:
                 return  # kept already
             while frames and frames[-1].at >= evaluation.evaluated_at:
-                frames.pop()  # the clock stepped back: what was recorded at or after it goes
-            judged = [
-                (SeriesKey(w.window, v.metric, v.attribute, v.group, basis), v)
-                for w in evaluation.windows
-                for basis, values in (("labels", w.values), ("estimate", w.estimates))
-                for v in values
-            ]
-            keys = tuple(key for key, _ in judged)
+                gone.append(frames.pop().at)  # the clock stepped back: what was recorded at or after it goes
             if frames and frames[-1].keys == keys:
                 keys = frames[-1].keys  # one tuple shared by consecutive evaluations
-            values = np.array(
-                [(v.value, v.ci_lower, v.ci_upper, v.fair_min, v.fair_max) for _, v in judged],
-                dtype=np.float64,
-            ).reshape(len(keys), 5)
-            states = np.array([_STATE_INDEX[v.state] for _, v in judged], dtype=np.uint8)
-            frames.append(_Frame(evaluation.evaluated_at, keys, values, states))
+            if len(frames) == self.size:
+                gone.append(frames[0].at)  # leaves the kept evaluations
+            index = np.array([_STATE_INDEX[s] for s in states], dtype=np.uint8)
+            frames.append(_Frame(evaluation.evaluated_at, keys, values, index))
             self._version += 1
+        if self.store is not None:  # outside the lock: readers never wait for the disk
+            for at in gone:  # first: a stepped-back clock's new evaluation may have a removed one's time
+                self.store.remove(evaluation.model, at)
+            self.store.write(evaluation.model, evaluation.evaluated_at, list(keys), values, states)
 
     def models(self) -> list[str]:
         with self._lock:
@@ -178,6 +200,21 @@ class History:
                 )
             )
         return out
+
+
+def judged(evaluation: ModelEvaluation) -> tuple[tuple[SeriesKey, ...], np.ndarray, list[str]]:
+    """An evaluation's series: their keys, values (value, lower, upper, fair_min, fair_max) and states -
+    what the history keeps of it (and ``fairwatch backfill`` writes into its store)."""
+    rows = [
+        (SeriesKey(w.window, v.metric, v.attribute, v.group, basis), v)
+        for w in evaluation.windows
+        for basis, values in (("labels", w.values), ("estimate", w.estimates))
+        for v in values
+    ]
+    values = np.array(
+        [(v.value, v.ci_lower, v.ci_upper, v.fair_min, v.fair_max) for _, v in rows], dtype=np.float64
+    ).reshape(len(rows), 5)
+    return tuple(key for key, _ in rows), values, [v.state for _, v in rows]
 
 
 _STATE_INDEX: dict[str, int] = {state: i for i, state in enumerate(STATES)}

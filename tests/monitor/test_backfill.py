@@ -337,3 +337,30 @@ def test_ctrl_c_ends_cleanly_and_says_nothing_was_written(
     assert f"interrupted: nothing was written to {history}" in " ".join(err.split())
     assert history.read_text(encoding="utf-8") == "an earlier backfill\n"
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".") and "history" in p.name]
+
+
+def test_backfill_fills_the_services_kept_history(
+    config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With ``server.history.directory`` the backfilled evaluations are the history a (re)started
+    service charts: read back, each point is the value ``fairwatch evaluate`` gives at that instant."""
+    from monitor.service.history import History
+    from monitor.service.history_store import HistoryStore
+
+    config.write_text(config.read_text(encoding="utf-8") + "server:\n  history: {size: 2, directory: kept}\n")
+    assert _backfill(config, tmp_path / "history.om") == 0
+    history = History(2, HistoryStore.open(str(tmp_path / "kept")))
+    assert history.load(["scorer"]) == 2  # the newest two of three instants: the kept size
+    assert history.times("scorer") == tuple(INSTANTS[1:])
+    checked = 0
+    for at in INSTANTS[1:]:
+        for row in _evaluate_json(config, at, capsys):
+            (series,) = history.series(
+                "scorer", where={"metric": [row["metric"]], "group": [row["group"]], "window": ["1h"]}
+            )
+            point = series.times.index(at)
+            for column, name in enumerate(("value", "ci_lower", "ci_upper", "fair_min", "fair_max")):
+                assert _same(row[name], float(series.values[point, column])), (at, row, name)
+            assert series.states[point] == row["state"]
+            checked += 1
+    assert checked == 30  # 5 metrics x 3 groups x 2 instants

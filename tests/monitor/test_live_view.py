@@ -96,6 +96,37 @@ def test_history_shares_the_keys_of_unchanged_evaluations() -> None:
     assert frames[0].keys is frames[1].keys and frames[2].keys != frames[1].keys
 
 
+def test_a_history_on_disk_survives_a_restart_within_its_size(tmp_path: Any) -> None:
+    """``server.history.directory``: what a restarted service reads back is what it kept - the last
+    ``size`` evaluations, a stepped-back clock's dropped ones gone - and a damaged file is left out."""
+    from monitor.service.history_store import HistoryStore
+
+    history = History(3, HistoryStore.open(str(tmp_path)))
+    for minute in range(5):
+        history.add(
+            evaluation_at(minute, value=0.9 + minute / 100, state="ok" if minute < 4 else "violation")
+        )
+    history.add(evaluation_at(3, value=0.5))  # the clock stepped back: minutes 3 and 4 go, 3 again
+    assert len(list((tmp_path / "toxicity").glob("*.arrow"))) == 2
+    restarted = History(3, HistoryStore.open(str(tmp_path)))
+    assert restarted.load(["toxicity", "never-evaluated"]) == 2
+    (before,), (after,) = history.series("toxicity"), restarted.series("toxicity")
+    assert after.key == before.key and after.times == tuple(T0 + timedelta(minutes=m) for m in (2, 3))
+    np.testing.assert_array_equal(after.values, before.values)  # exactly, float64 through the file
+    np.testing.assert_allclose(
+        after.values,
+        [[0.92, 0.87, 0.97, 0.8, 1.25], [0.5, 0.45, 0.55, 0.8, 1.25]],
+    )
+    assert after.states == ("ok", "ok")  # minute 4's violation went with the step back
+    restarted.add(evaluation_at(5, value=0.7))
+    restarted.add(evaluation_at(6, value=0.7))  # beyond the size: minute 2 leaves the folder too
+    assert len(list((tmp_path / "toxicity").glob("*.arrow"))) == 3
+    # a file cut short by a crash: logged and removed, the others read
+    sorted((tmp_path / "toxicity").glob("*.arrow"))[0].write_bytes(b"ARROW1 cut short")
+    again = History(3, HistoryStore.open(str(tmp_path)))
+    assert again.load(["toxicity"]) == 2 and len(list((tmp_path / "toxicity").glob("*.arrow"))) == 2
+
+
 def test_history_series_filters_and_keeps_undefined_values() -> None:
     history = History(10)
     snapshot = rich_snapshot()

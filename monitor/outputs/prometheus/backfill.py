@@ -15,7 +15,12 @@ escaping and number format, as ``/metrics``).
 
 Not backfilled: alerts (``fairwatch_alerts``; Prometheus evaluates its rules on the imported series,
 and ``promtool tsdb create-blocks-from rules`` can record their history) and the service's own counters
-and timestamps, which describe a process that did not run then. The log is read as it is today, so a
+and timestamps, which describe a process that did not run then.
+
+With ``server.history.directory`` set, every evaluation is also written into the service's kept history
+(:mod:`monitor.service.history_store`; its newest ``server.history.size`` kept), so the live view's charts
+start with the backfilled period once the service (re)starts. Those are written as they are made: a run
+stopped half-way leaves the evaluations it made there. The log is read as it is today, so a
 row or label that arrived late counts at instants the live service would have evaluated without it.
 """
 
@@ -39,6 +44,8 @@ from monitor.evaluation.evaluator import Evaluator
 from monitor.evaluation.evaluators import build_evaluators
 from monitor.evaluation.results import ModelEvaluation
 from monitor.outputs.prometheus.collector import evaluation_families
+from monitor.service.history import judged
+from monitor.service.history_store import HistoryStore
 from monitor.service.snapshot import ModelStatus, Snapshot
 
 __all__ = ["MAX_INSTANTS", "BackfillResult", "backfill", "backfill_instants", "parse_labels"]
@@ -203,15 +210,22 @@ def backfill(
     """
     intervals = {m.name: m.interval.total_seconds() for m in settings.models}
     history = _History(labels)
+    kept = settings.server.history
+    store = HistoryStore.open(kept.directory) if kept.directory else None  # the service's charts, filled too
     with build_evaluators(settings, models=models) as evaluators:
         for at in instants:
             statuses = {}
             for name, evaluator in evaluators.items():
-                statuses[name] = ModelStatus(
-                    name, intervals[name], last_evaluation=_evaluate(evaluator, name, at)
-                )
+                evaluation = _evaluate(evaluator, name, at)
+                statuses[name] = ModelStatus(name, intervals[name], last_evaluation=evaluation)
+                if store is not None:
+                    keys, values, states = judged(evaluation)
+                    store.write(name, at, list(keys), values, states)
                 advance(f"{name} at {at:%Y-%m-%d %H:%M}")
             history.add(evaluation_families(Snapshot(MappingProxyType(statuses))), at)
+        if store is not None:
+            for name in evaluators:
+                store.trim(name, kept.size)
     for piece in history.render():
         write(piece)
     return BackfillResult(
