@@ -87,13 +87,13 @@ def group_rate(rate: str) -> Computation:
     """The group's own rate (informational), with its Wilson interval."""
 
     def ci(window: ConfusionWindow, estimate: FloatArray) -> Interval:
-        _, num, den = rates.rate(window.cells, rate)
+        _, num, den = rates.rate(window.rate_cells(rate), rate)
         return rate_interval(window.method, num, den, level=window.level)
 
     return Computation(
         "wilson",
         (rate,),
-        lambda window: rates.rate(window.cells, rate)[0],
+        lambda window: rates.rate(window.rate_cells(rate), rate)[0],
         ci,
         _denominators((rate,), group_only=True),
     )
@@ -104,7 +104,7 @@ def rate_difference(rate: str) -> Computation:
     return Computation(
         "scas",
         (rate,),
-        lambda window: rates.rate_difference(window.cells, rate),
+        lambda window: rates.rate_difference(window.rate_cells(rate), rate),
         lambda window, _: window.rate_interval("difference", rate),
         _denominators((rate,)),
         "difference",
@@ -116,7 +116,7 @@ def rate_ratio(rate: str) -> Computation:
     return Computation(
         "scas",
         (rate,),
-        lambda window: rates.rate_ratio(window.cells, rate),
+        lambda window: rates.rate_ratio(window.rate_cells(rate), rate),
         lambda window, _: window.rate_interval("ratio", rate),
         _denominators((rate,), otherwise="reference rate is 0: the ratio is undefined"),
         "ratio",
@@ -138,7 +138,7 @@ def four_fifths() -> Computation:
     return Computation(
         "transformed",
         ("selection_rate",),
-        lambda window: rates.four_fifths_ratio(window.cells),
+        lambda window: rates.four_fifths_ratio(window.rate_cells("selection_rate")),
         ci,
         _denominators(("selection_rate",), otherwise="neither side selects anyone: the ratio is undefined"),
     )
@@ -210,11 +210,13 @@ def scaled_parity(scale: Callable[[FloatArray], FloatArray]) -> Computation:
     """
 
     def statistic(window: ConfusionWindow) -> FloatArray:
-        return rates.rate_difference(window.cells, "selection_rate") / scale(window.cells)
+        cells = window.rate_cells("selection_rate")
+        return rates.rate_difference(cells, "selection_rate") / scale(cells)
 
     def ci(window: ConfusionWindow, estimate: FloatArray) -> Interval:
         lo, hi = window.rate_interval("difference", "selection_rate")
-        return lo / scale(window.cells), hi / scale(window.cells)
+        scaled = scale(window.rate_cells("selection_rate"))
+        return lo / scaled, hi / scaled
 
     return Computation(
         "scas",

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from metrics_core.binary.rates import Favorable
 from metrics_core.binary.specs import SPECS
 from metrics_core.binary.window import BinaryWindow
 from metrics_core.core.results import Comparison, MetricValue, ModelValue, Report
@@ -49,6 +50,7 @@ def evaluate(
     family_size: int | None = None,
     method: Method = "fixed",
     anchors: Mapping[str, float] | None = None,
+    favorable: Favorable = "positive",
 ) -> Report:
     """Compute, bound and judge every requested metric for every comparison.
 
@@ -87,6 +89,10 @@ def evaluate(
     anchors : mapping, optional
         The model-level values fair ranges are relative to (``overall_auc``), when the table is not
         the whole window (a comparison judged on its own rows); default: this table's.
+    favorable : {"positive", "negative"}
+        Which prediction is the good outcome (:data:`~metrics_core.binary.rates.Favorable`): the
+        selection family compares the rates of the favourable prediction. The error rates and the
+        AUCs are of the positive label, whatever it means.
 
     Examples
     --------
@@ -111,6 +117,7 @@ def evaluate(
         n_resamples=n_resamples,
         seed=seed,
         method=method,
+        favorable=favorable,
     )
     # Model-level values a fair range is relative to (the overall AUC) anchor the group metrics'
     # ranges: they are computed first, and reported whenever their inputs are there.

@@ -13,17 +13,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
 __all__ = [
     "RATES",
+    "Favorable",
     "Rate",
     "average_abs_odds_difference",
     "average_odds_difference",
     "average_odds_variance",
     "equalized_odds_difference",
+    "favorable_cells",
     "four_fifths_ratio",
     "pooled_sd",
     "pooled_se",
@@ -100,6 +103,20 @@ RATES: dict[str, Rate] = {
         ),
     )
 }
+
+
+Favorable = Literal["positive", "negative"]
+"""Which prediction is the good outcome for the person predicted about: ``positive`` (a loan approved:
+the default) or ``negative`` (a comment flagged, a transaction blocked). The selection rate is the rate
+of the favourable outcome (AIF360's ``favorable_label``), so the selection family - statistical parity,
+disparate impact, the four-fifths ratio, the standardized differences - compares who gets the good
+outcome: below 1 (or 0) always means the group gets it less often."""
+
+
+def favorable_cells(cells: FloatArray, favorable: Favorable) -> FloatArray:
+    """``cells`` with the prediction axis turned so that the favourable prediction is 1 (``negative``:
+    reversed; ``positive``: as they are)."""
+    return cells[..., ::-1, :] if favorable == "negative" else cells
 
 
 def rate(cells: FloatArray, name: str, side: int = G) -> tuple[FloatArray, FloatArray, FloatArray]:

@@ -25,6 +25,7 @@ from typing import Self
 import numpy as np
 
 from metrics_core.binary import rates
+from metrics_core.binary.rates import Favorable
 from metrics_core.core.results import Comparison, ModelValue
 from metrics_core.core.types import FloatArray
 from metrics_core.engine.values import Side as Sides
@@ -80,10 +81,13 @@ class ConfusionWindow:
     (0.02, 0.372)
     """
 
-    def __init__(self, cells: FloatArray, *, level: float, method: Method = "fixed") -> None:
+    def __init__(
+        self, cells: FloatArray, *, level: float, method: Method = "fixed", favorable: Favorable = "positive"
+    ) -> None:
         self.cells = np.asarray(cells, dtype=np.float64)
         self.level = level
         self.method = method
+        self.favorable = favorable  # the selection rate is the favourable prediction's (rates.Favorable)
         self._rate_intervals: dict[tuple[str, float], dict[str, tuple[FloatArray, FloatArray]]] = {}
 
     def __len__(self) -> int:
@@ -95,10 +99,16 @@ class ConfusionWindow:
         other.level = level
         return other
 
+    def rate_cells(self, rate: str) -> FloatArray:
+        """The cells ``rate`` is read from: the selection rate's with the favourable prediction as 1
+        (:func:`~metrics_core.binary.rates.favorable_cells`), every other rate's as they are."""
+        return rates.favorable_cells(self.cells, self.favorable) if rate == "selection_rate" else self.cells
+
     def rate_counts(self, rate: str) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
         """``(k_G, n_G, k_R, n_R)`` of a rate of :data:`~metrics_core.binary.rates.RATES`, per comparison."""
-        _, k1, n1 = rates.rate(self.cells, rate, 0)
-        _, k2, n2 = rates.rate(self.cells, rate, 1)
+        cells = self.rate_cells(rate)
+        _, k1, n1 = rates.rate(cells, rate, 0)
+        _, k2, n2 = rates.rate(cells, rate, 1)
         return k1, n1, k2, n2
 
     def rate_interval(self, contrast: Contrast, rate: str) -> tuple[FloatArray, FloatArray]:
@@ -140,6 +150,7 @@ class BinaryWindow(ConfusionWindow):
         n_resamples: int = 400,
         seed: int = 0,
         method: Method = "fixed",
+        favorable: Favorable = "positive",
     ) -> None:
         self.table = table
         self.power = power
@@ -155,6 +166,7 @@ class BinaryWindow(ConfusionWindow):
             np.stack([p.cells for p in self.pairs]) if self.pairs else np.zeros((0, 2, 2, 3)),
             level=level,
             method=method,
+            favorable=favorable,
         )
         self.moments = np.stack([p.moments for p in self.pairs]) if self.pairs else np.zeros((0, 2, 3))
         self.sides = [

@@ -259,3 +259,41 @@ def test_smd_of_extreme_scores_does_not_overflow():
     assert r.get("standardized_mean_difference", "c").value == pytest.approx(
         (unit[4:].mean() - unit[2:4].mean()) / window_sd, rel=1e-12
     )
+
+
+def test_favorable_negative_compares_the_rates_of_the_good_outcome():
+    """A comment flagged (predicted 1) is the bad outcome: the selection family compares the rates of
+    *not* being flagged (AIF360's favorable_label), the error rates stay the positive label's. The
+    reference: the same evaluation of the flipped predictions, and by hand."""
+    score = [0.9] * 6 + [0.1] * 4 + [0.9] * 5 + [0.1] * 15  # G: 6 of 10 flagged; R: 5 of 20
+    label = [1, 1, 1, 0, 0, 0, 1, 0, 0, 0] + [1, 1, 0, 0, 0] + [1] * 3 + [0] * 12
+    group = [1] * 10 + [0] * 20
+    attr = mc.indicator_attribute("identity", {"g": np.array(group, dtype=bool)})
+    decided = np.array(score) >= 0.5
+
+    def report(predictions, favorable):
+        table = mc.table_for(predictions.astype(float), np.array(label, dtype=float), [attr])
+        return mc.evaluate(table, attr.comparisons, has_scores=False, min_samples=1, favorable=favorable)
+
+    negative, flipped, positive = (
+        report(decided, "negative"),
+        report(~decided, "positive"),
+        report(decided, "positive"),
+    )
+    p_g, p_r = 4 / 10, 15 / 20  # not flagged
+    hand = {
+        "selection_rate": p_g,
+        "statistical_parity_difference": p_g - p_r,
+        "disparate_impact": p_g / p_r,
+        "four_fifths_ratio": p_g / p_r,
+    }
+    for name, expected in hand.items():
+        assert negative.get(name, "g").value == pytest.approx(expected, abs=1e-12), name
+    selection = ["selection_rate", "statistical_parity_difference", "disparate_impact", "four_fifths_ratio",
+                 "standardized_selection_rate_difference", "two_sd_rule"]  # fmt: skip
+    for name in selection:
+        a, b = negative.get(name, "g"), flipped.get(name, "g")
+        assert (a.value, a.ci_lower, a.ci_upper, a.state) == (b.value, b.ci_lower, b.ci_upper, b.state), name
+    for name in ("equal_opportunity_difference", "false_positive_rate_difference", "accuracy_difference"):
+        a, b = negative.get(name, "g"), positive.get(name, "g")
+        assert (a.value, a.ci_lower, a.ci_upper) == (b.value, b.ci_lower, b.ci_upper), name
