@@ -100,7 +100,10 @@ class App:
                 metrics=metrics,
                 plans=self._plans,
                 live=LiveView(
-                    self.history, {m.name: m.min_samples for m in self.settings.models}, self._details
+                    self.history,
+                    {m.name: m.min_samples for m in self.settings.models},
+                    self._details,
+                    self.settings.alerts.confidence,
                 ),
                 details=self._details,
             )

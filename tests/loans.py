@@ -68,6 +68,7 @@ def write_loan_config(folder: Path) -> Path:
                         "reference": "rest",
                     },
                 ],
+                "wording": {"outcome": "approval", "subjects": "applicants"},
                 "windows": [{"name": "1d", "length": "1d"}],
                 "metrics": ["disparate_impact", "statistical_parity_difference", "four_fifths_ratio"],
             }

@@ -341,6 +341,15 @@ def check_store(url: str) -> str:
     return url
 
 
+class WordingConfig(_Strict):
+    """``models[].wording``: how incidents name the outcome and the people - "the approval rate of
+    Black applicants was 40% against 59% for White" rather than "the favourable-outcome rate of
+    race=Black rows"."""
+
+    outcome: str = Field(default="favourable outcome", min_length=1, max_length=60)  # a noun: approval
+    subjects: str = Field(default="rows", min_length=1, max_length=60)  # plural: applicants
+
+
 def _default_windows() -> list[WindowConfig]:
     return [WindowConfig(name="1h", length=timedelta(hours=1))]
 
@@ -354,6 +363,16 @@ class ModelConfig(_Strict):
     labels: LabelsConfig | None = None
     columns: ColumnsConfig = Field(default_factory=ColumnsConfig)
     threshold: float = 0.5
+    # per-group decision thresholds (a deployed mitigation, e.g. fairlearn's ThresholdOptimizer):
+    # {column: {value: threshold}} - a row whose column holds the value is decided at its threshold,
+    # every other row at `threshold`. One column, read by one of the model's groups
+    thresholds: dict[str, dict[str, float]] = Field(default_factory=dict)
+    # which prediction is the good outcome for the person predicted about: `positive` (a loan approved)
+    # or `negative` (a comment flagged, a payment blocked). The selection family compares the rates of
+    # the favourable outcome, and the incidents say "approved less often" or "flagged more often"
+    favorable: Literal["positive", "negative"] = "positive"
+    # plain words for incidents: what the favourable outcome is called and who is predicted about
+    wording: WordingConfig = Field(default_factory=lambda: WordingConfig())
     score_range: tuple[float, float] | None = None  # scores outside are rejected rows
     # binary: round scores half up to this many decimals before counting (continuous scores: far fewer
     # combinations); the AUCs' possible rounding error is reported beside them
@@ -439,10 +458,34 @@ class ModelConfig(_Strict):
             raise ValueError(
                 "nowcast: estimates a binary model's label metrics from its scores: it needs both"
             )
+        if self.thresholds or "favorable" in self.model_fields_set:
+            self._check_decisions()
         if "weights" in self.model_fields_set and self.columns.weight is None:
             raise ValueError("weights: says what columns.weight holds, and no columns.weight is set")
         self._check_fleet()
         return self
+
+    def _check_decisions(self) -> None:
+        if self.task != "binary":
+            raise ValueError(f"favorable and thresholds: a binary model's decisions (task {self.task})")
+        if not self.thresholds:
+            return
+        if not self.columns.score:
+            raise ValueError(
+                "thresholds: decide a binary model's scores per group, and it has no columns.score"
+            )
+        if len(self.thresholds) > 1:
+            raise ValueError(
+                f"thresholds: one column's values, got {sorted(self.thresholds)} (a row in two of them "
+                "would have two thresholds)"
+            )
+        (column,) = self.thresholds
+        read = {c for g in self.groups for c in ([g.column] if g.column else list(g.columns))}
+        if column not in read:
+            raise ValueError(
+                f"thresholds: column {column!r} is read by none of the model's groups "
+                f"({', '.join(sorted(read)) or 'none'}): decide per group of a column a group reads"
+            )
 
     def _check_fleet(self) -> None:
         counted = ("binary", "multiclass")  # tasks whose statistics are counts (monitor.reading.plan)

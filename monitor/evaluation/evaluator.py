@@ -52,7 +52,7 @@ from monitor.evaluation.nowcast import (
     widened,
 )
 from monitor.evaluation.onset import Cut
-from monitor.evaluation.results import GroupStats, ModelEvaluation, WindowResult
+from monitor.evaluation.results import GroupStats, ModelEvaluation, WindowResult, Words
 from monitor.reading.frame import (
     WEIGHT_SQUARES,
     WindowMasks,
@@ -206,6 +206,7 @@ class Evaluator:
                 }
             ),
             rows_read=batch.n_rows,
+            words=Words(self.model.wording.outcome, self.model.wording.subjects),
             rejected=MappingProxyType(dict(rejected)),
             skipped_files=batch.skipped_files,
             read_seconds=t1 - t0,
@@ -285,12 +286,19 @@ class Evaluator:
         specs = metrics_for(model)
         outcome_specs = [s.name for s in specs if "y_true" not in s.requires]
         label_specs = [s.name for s in specs if "y_true" in s.requires]
+        quoted = _quoted_rates(specs)  # computed for the words, kept apart from the values
+        outcome_specs += [r for r in quoted if "y_true" not in mc.REGISTRY[r].requires]
+        label_specs += [r for r in quoted if "y_true" in mc.REGISTRY[r].requires]
 
         values: list[mc.MetricValue] = []
         model_values: list[mc.ModelValue] = []
         n_alerting = sum(1 for s in specs if not s.informational and s.level == "group")
         out_report, out_attrs = self._compute(
-            outcome, outcome_specs if not same else [s.name for s in specs], n_alerting, model, flagged
+            outcome,
+            outcome_specs if not same else [*(s.name for s in specs), *quoted],
+            n_alerting,
+            model,
+            flagged,
         )
         values += out_report.values
         # a model value that needs labels (the overall AUC, the AUC family's anchor) is the label
@@ -309,8 +317,10 @@ class Evaluator:
         computable = {
             m for m in metrics if task.can_compute(m, model.columns)
         }  # once per metric, not per value
-        values = [v for v in values if v.metric in computable]
+        rates = [v for v in values if v.metric in quoted and v.metric in computable]
+        values = [v for v in values if v.metric in computable and v.metric not in quoted]
         model_values = [v for v in model_values if v.metric in computable]
+        label_specs = [m for m in label_specs if m not in quoted]
         estimates, calibration = (
             self._nowcast(outcome, labeled_rows, label_specs, n_alerting, model, flagged)
             if model.nowcast.enabled and label_specs
@@ -335,6 +345,7 @@ class Evaluator:
             n_label_rows=count_rows(labeled_rows),
             estimates=tuple(estimates),
             calibration=tuple(calibration),
+            rates=tuple(rates),
         )
 
     def _nowcast(
@@ -553,6 +564,21 @@ class Evaluator:
                 for c in a.comparisons
             ]
         return stats
+
+
+def _quoted_rates(specs: Sequence[mc.MetricSpec]) -> list[str]:
+    """The per-group rates behind the judged differences and ratios of one rate that are not judged
+    or exported themselves: selection_rate behind disparate impact, true_positive_rate behind equal
+    opportunity (informational, cheap: the same counts)."""
+    names = {s.name for s in specs}
+    behind = {
+        s.support[0]
+        for s in specs
+        if not s.informational and s.family == "classification" and len(s.support) == 1
+    }
+    return sorted(
+        r for r in behind - names if (spec := mc.REGISTRY.get(r)) is not None and spec.informational
+    )
 
 
 def _needs_labels(metric: str) -> bool:

@@ -62,9 +62,16 @@ class Onset:
     metric: str = ""  # what the cuts compared
 
     @property
+    def bounds(self) -> tuple[datetime, datetime]:
+        """Where the change lies at ``level``: the interval's cuts widened by a step on either side
+        (a change between two cuts is placed at one of them)."""
+        return self.earliest - self.step, self.latest + self.step
+
+    @property
     def uncertainty(self) -> timedelta:
-        """What "± 1 h" says: half the interval's length, and never less than the cuts' spacing."""
-        return max((self.latest - self.earliest) / 2, self.step)
+        """What "± 1 h" says: how far the bounds reach from the estimate, on the farther side."""
+        low, high = self.bounds
+        return max(self.at - low, high - self.at)
 
 
 def change_point(cuts: Sequence[Cut], *, z: float, level: float = 0.95) -> Onset | None:
@@ -120,15 +127,15 @@ def onset_text(onset: Onset) -> str:
     >>> from datetime import UTC
     >>> t = datetime(2026, 3, 2, tzinfo=UTC)
     >>> onset_text(Onset(t, t, t, 0.95, 0.99, 0.67, False, timedelta(hours=1), "disparate_impact"))
-    'about 2026-03-02 00:00 UTC ± 1h (its disparate_impact changed from 0.99 to 0.67; a change point in the log, 95% interval 2026-03-02 00:00 to 00:00)'
+    'about 2026-03-02 00:00 UTC ± 1h (its disparate_impact changed from 0.99 to 0.67; a change point in the log, 95% between 2026-03-01 23:00 and 2026-03-02 01:00)'
     """
     earlier = " or earlier" if onset.bounded and onset.at == onset.earliest else ""
-    latest = onset.latest.strftime("%H:%M" if onset.latest.date() == onset.earliest.date() else _MINUTE)
+    low, high = onset.bounds
     return (
         f"about {onset.at.strftime(_MINUTE)} UTC ± {format_duration(onset.uncertainty)}{earlier} "
         f"(its {onset.metric or 'value'} changed from {number(onset.before)} to {number(onset.after)}; "
-        f"a change point in the log, {number(100 * onset.level)}% interval "
-        f"{onset.earliest.strftime(_MINUTE)} to {latest})"
+        f"a change point in the log, {number(100 * onset.level)}% between {low.strftime(_MINUTE)} and "
+        f"{high.strftime('%H:%M' if high.date() == low.date() else _MINUTE)})"
     )
 
 

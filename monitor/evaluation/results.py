@@ -56,6 +56,10 @@ class WindowResult:
     estimates: tuple[MetricValue, ...] = ()
     # nowcast: each group's calibration on the label window's labelled rows
     calibration: tuple[CalibrationCheck, ...] = ()
+    # each group's own rate behind a judged difference or ratio of rates (selection_rate for disparate
+    # impact, true_positive_rate for equal opportunity) where it is not a configured metric: what plain
+    # words quote ("40% vs 59%"), never exported (:mod:`monitor.evaluation.wording`)
+    rates: tuple[MetricValue, ...] = ()
 
     @property
     def label_coverage(self) -> float:
@@ -88,6 +92,16 @@ class ModelEvaluation:
     # the columns each categorical and intersection attribute reads, in order (indicator attributes:
     # none): how an intersection's group ("Black&F") names a group of another attribute (incidents)
     attribute_columns: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
+    words: Words = field(default_factory=lambda: Words())  # the model's wording (plain words)
+
+
+@dataclass(frozen=True)
+class Words:
+    """A model's words (``models[].wording``): its favourable outcome, a noun (``approval``), and who
+    it predicts about (``applicants``)."""
+
+    outcome: str = "favourable outcome"
+    subjects: str = "rows"
 
 
 def label_coverage(n_labeled: int, n_rows: int, n_label_rows: int | None) -> float:

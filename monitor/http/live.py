@@ -51,6 +51,7 @@ class LiveView:
     history: History
     min_samples: Mapping[str, int]
     details: Callable[[], bool] = lambda: True  # server.error_details: a failed source's error in full
+    confidence: float = 0.95  # alerts.confidence: the level the intervals are quoted at
 
     def etag(self, snapshot: Snapshot, model: str | None, window: str | None) -> str:
         """Changes with the snapshot and with the history the page charts (recorded just after the
@@ -128,7 +129,9 @@ class LiveView:
             if a.state == "firing" and "basis" not in a.labels
         ]
         found = incidents([evaluation], firing=firing)
-        parts.append(f"<h2>Incidents</h2>{incidents_view(found, alerts)}")
+        parts.append(
+            f"<h2>Incidents</h2>{incidents_view(found, alerts, evaluation, confidence=self.confidence)}"
+        )
         parts.append(f"<h2>Alerts</h2>{alerts_view(alerts)}")
         result = next(w for w in evaluation.windows if w.window == shown)
         series = self.history.series(chosen, where={"window": [shown]})

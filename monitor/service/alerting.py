@@ -58,6 +58,7 @@ from monitor.core.text import fair_range_text, number
 from monitor.evaluation.incidents import evidence, populations
 from monitor.evaluation.onset import Onset, onset_text
 from monitor.evaluation.results import ModelEvaluation
+from monitor.evaluation.wording import plain_finding, plain_value
 from monitor.service.snapshot import ActiveAlert
 
 __all__ = [
@@ -157,6 +158,7 @@ class AlertTracker:
         self.runbook_url = runbook_url
         self._series: dict[_Key, _Series] = {}
         self._lock = threading.Lock()
+        self._evaluation: ModelEvaluation | None = None
 
     def update(
         self, evaluation: ModelEvaluation, now: datetime, *, onsets: Mapping[str, Onset] | None = None
@@ -171,6 +173,7 @@ class AlertTracker:
         incident_of = populations(evaluation)
         changes = _Transitions()
         with self._lock:
+            self._evaluation = evaluation  # what this update's annotations quote in plain words
             tracked = {key for key in self._series if key[0] == model}
             # a group's alerts share one incident: a metric or window starting later takes the one
             # its group's active alerts already have
@@ -186,7 +189,7 @@ class AlertTracker:
                     self._step_pending(key, series, value, now, changes)
                 else:
                     self._step_firing(key, series, value, now, changes)
-            self._describe_incidents(model, seen, onsets or {})
+            self._describe_incidents(evaluation, seen, onsets or {})
             described = {frozenset(s.alert.labels.items()): s.alert for s in self._series.values()}
             changes.started_pending = [
                 described.get(frozenset(a.labels.items()), a) for a in changes.started_pending
@@ -241,19 +244,19 @@ class AlertTracker:
             changes.resolved.append(replace(series.alert, state="resolved"))
 
     def _describe_incidents(
-        self, model: str, seen: Mapping[_Key, MetricValue], onsets: Mapping[str, Onset]
+        self, evaluation: ModelEvaluation, seen: Mapping[_Key, MetricValue], onsets: Mapping[str, Onset]
     ) -> None:
         """Give each active alert of ``model`` its incident's account (``incident_summary``, and
         ``onset`` where estimated): one text for every alert of an incident, so that a notification
         grouped by ``incident`` carries it among its common annotations."""
         members: dict[str, list[_Key]] = {}
         for key, series in self._series.items():
-            if key[0] == model:
+            if key[0] == evaluation.model:
                 members.setdefault(series.alert.labels["incident"], []).append(key)
         for incident, keys in members.items():
             values = [(key, seen[key]) for key in keys if key in seen and _is_out_of_range(seen[key])]
             onset = onsets.get(incident)
-            text = incident_summary(incident, model, values, onset, confidence=self.confidence)
+            text = incident_summary(incident, evaluation, values, onset, confidence=self.confidence)
             extra = {"incident_summary": text} | ({"onset": onset_text(onset)} if onset else {})
             for key in keys:
                 series = self._series[key]
@@ -297,6 +300,9 @@ class AlertTracker:
         model, window, estimated = key[0], key[1], key[6] == ESTIMATE
         summary = alert_summary(value, model=model, window=window, confidence=self.confidence)
         description = alert_description(value, confidence=self.confidence)
+        words = _plain(self._evaluation, key, value, confidence=self.confidence)
+        if words:  # what happened, in words, before what the metric means
+            description = f"{words[0].upper()}{words[1:]}. {description}"
         if estimated:
             summary = f"Estimated, labels pending: {summary}"
             description += (
@@ -360,20 +366,14 @@ _INCIDENT_NOTES = ("incident_summary", "onset")
 
 def incident_summary(
     incident: str,
-    model: str,
+    evaluation: ModelEvaluation,
     values: Sequence[tuple[_Key, MetricValue]],
     onset: Onset | None,
     *,
     confidence: float,
 ) -> str:
-    """An incident in one paragraph: who, how many values, the strongest with its interval, since when.
-
-    >>> v = MetricValue("race", "Black", "White", "disparate_impact", 0.67, 0.65, 0.69, 0.8, 1.25,
-    ...                 "violation", 5998, 15027, 5998)
-    >>> incident_summary("race=Black", "loans", [(("loans", "1d", "race", "Black", "White",
-    ...                  "disparate_impact", "labels"), v)], None, confidence=0.95)
-    'race=Black in model loans: 1 value out of its fair range (disparate_impact); strongest: disparate_impact of race=Black vs White, window 1d: 0.67 (95% CI 0.65 to 0.69), fair range [0.8, 1.25], 5,998 rows in the group'
-    """
+    """An incident in one paragraph: who, how many values, the strongest in plain words, since when."""
+    model = evaluation.model
     if not values:
         head = f"{incident} in model {model}: no value out of its fair range at the last evaluation"
         return head + (f"; began {onset_text(onset)}" if onset else "")
@@ -382,13 +382,27 @@ def incident_summary(
     others = sorted({f"{v.attribute}={v.group}" for _, v in values} - {incident})
     holding = f" (with {', '.join(others)})" if others else ""
     count = f"{len(values)} value{'s' if len(values) != 1 else ''}"
-    return (
-        f"{incident} in model {model}{holding}: {count} out of its fair range ({', '.join(metrics)}); "
-        f"strongest: {top.metric} of {top.attribute}={top.group} vs {top.reference}, window {key[1]}: "
-        f"{_number(top.value)} ({_level(confidence)} CI {_number(top.ci_lower)} to {_number(top.ci_upper)}), "
-        f"fair range {fair_range_text(top.fair_min, top.fair_max)}, {_rows(top.n_group)} in the group"
-        + (f"; began {onset_text(onset)}" if onset else "")
+    words = _plain(evaluation, key, top, confidence=confidence) or alert_summary(
+        top, model=model, window=key[1], confidence=confidence
     )
+    return (
+        f"{incident} in model {model}{holding}: {count} out of {'its' if len(values) == 1 else 'their'} "
+        f"fair range ({', '.join(metrics)}); "
+        f"in window {key[1]}, {words}" + (f"; began {onset_text(onset)}" if onset else "")
+    )
+
+
+def _plain(evaluation: ModelEvaluation | None, key: _Key, value: MetricValue, *, confidence: float) -> str:
+    """The value in plain words (:mod:`monitor.evaluation.wording`); an estimate without the realised
+    rates (they are the labels', not the estimate's)."""
+    if evaluation is None or evaluation.model != key[0]:
+        return ""
+    window = next((w for w in evaluation.windows if w.window == key[1]), None)
+    if window is None:
+        return ""
+    if key[6] == ESTIMATE:
+        return plain_value(value, words=evaluation.words, confidence=confidence)
+    return plain_finding(value, window, evaluation, confidence=confidence)
 
 
 def alert_description(value: MetricValue, *, confidence: float) -> str:

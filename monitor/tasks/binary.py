@@ -10,10 +10,12 @@ are binarised at >= 0.5.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 import metrics_core as mc
 from monitor.tasks.base import InputArray, ModelView, Rows, Task, WindowRequest
@@ -56,6 +58,8 @@ def clean(rows: Rows, model: ModelView) -> None:
             with np.errstate(invalid="ignore"):
                 rows.reject((score < lo) | (score > hi), "score_out_of_range")
         rows.inputs["y_score"] = score
+        if model.thresholds:  # per-group decision thresholds: each row's decision, made here
+            rows.inputs["y_decision"] = decisions(rows.frame, score, model.thresholds, model.threshold)
     if cols.prediction:
         pred = rows.numeric(cols.prediction)
         rows.reject(~np.isin(pred, (0.0, 1.0)), "prediction_invalid")
@@ -66,6 +70,30 @@ def clean(rows: Rows, model: ModelView) -> None:
         with np.errstate(invalid="ignore"):
             rows.reject(unparseable | (label < 0) | (label > 1), "label_invalid")
             rows.inputs["y_true"] = np.where(np.isnan(label), np.nan, (label >= 0.5).astype(np.float64))
+
+
+def decisions(
+    frame: pd.DataFrame, score: np.ndarray, thresholds: Mapping[str, Mapping[str, float]], default: float
+) -> np.ndarray:
+    """``score >= t`` per row, ``t`` the threshold of the row's value in the thresholds' column (by
+    its text: ``1`` and ``1.0`` name the value 1) or ``default``; 0/1 as floats, NaN where the score is.
+
+    >>> frame = pd.DataFrame({"race": ["Black", "White", None]})
+    >>> decisions(frame, np.array([0.46, 0.46, 0.6]), {"race": {"Black": 0.45}}, 0.5).tolist()
+    [1.0, 0.0, 1.0]
+    """
+    ((column, by_value),) = thresholds.items()
+    codes, uniques = pd.factorize(frame[column], use_na_sentinel=True)
+    per_value = np.array([by_value.get(_text(u), default) for u in uniques] + [default], dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        decided = (score >= per_value[codes]).astype(np.float64)  # code -1 (missing): the last, default
+    return np.where(np.isnan(score), np.nan, decided)
+
+
+def _text(value: object) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
 
 
 @dataclass(frozen=True)
@@ -79,14 +107,55 @@ class ScoreTableEvaluator:
     ) -> mc.Report:
         model = request.model
         has_scores = model.columns.score is not None
+        y_true = data.get("y_true", np.full(len(data.get("y_score", data.get("y_pred", ()))), np.nan))
+        if "y_decision" in data:
+            return self._per_group_thresholds(data, y_true, attributes, request)
         # without scores the 0/1 predictions are the scores, thresholded at 0.5
         y_score = data["y_score"] if has_scores else data["y_pred"]
-        y_true = data.get("y_true", np.full(len(y_score), np.nan))
         table = mc.table_for(y_score, y_true, attributes, sample_weight=data.get("sample_weight"))
+        return self._evaluate(table, attributes, request, request.metrics, has_scores=has_scores)
+
+    def _per_group_thresholds(
+        self,
+        data: Mapping[str, InputArray],
+        y_true: InputArray,
+        attributes: Sequence[mc.Attribute],
+        request: WindowRequest,
+    ) -> mc.Report:
+        """Decisions made at each group's threshold: the decision metrics from the decisions (as a
+        model that logs predictions), the ranking metrics from the scores; one report."""
+        weight = data.get("sample_weight")
+        decided = mc.table_for(data["y_decision"], y_true, attributes, sample_weight=weight)
+        report = self._evaluate(decided, attributes, request, request.metrics, has_scores=False)
+        ranking = [
+            name
+            for name in (
+                request.metrics or [s.name for s in mc.REGISTRY.values() if s.family in TASK.families]
+            )
+            if "y_score" in mc.REGISTRY[name].requires
+        ]
+        if not ranking:
+            return report
+        scored = mc.table_for(data["y_score"], y_true, attributes, sample_weight=weight)
+        ranked = self._evaluate(scored, attributes, request, ranking, has_scores=True)
+        return dataclasses.replace(
+            ranked, values=report.values + ranked.values, model=report.model + ranked.model
+        )
+
+    @staticmethod
+    def _evaluate(
+        table: mc.ScoreTable,
+        attributes: Sequence[mc.Attribute],
+        request: WindowRequest,
+        metrics: Sequence[str] | None,
+        *,
+        has_scores: bool,
+    ) -> mc.Report:
+        model = request.model
         return mc.evaluate(
             table,
             [c for a in attributes for c in a.comparisons],
-            metrics=request.metrics,
+            metrics=metrics,
             threshold=model.threshold if has_scores else 0.5,
             has_scores=has_scores,
             confidence=request.confidence,
@@ -96,6 +165,7 @@ class ScoreTableEvaluator:
             family_size=request.family_size,
             method=request.method,
             anchors=request.anchors,
+            favorable=model.favorable,
         )
 
 

@@ -13,6 +13,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from metrics_core import MetricValue
@@ -106,6 +107,13 @@ def test_the_loan_report_tells_the_one_bias_as_one_entry(tmp_path: Path) -> None
     assert began[2] in ("1h", "2h"), entry
     assert re.search(r"2026-03-02 12:00:00 UTC, its \w+ was (ok|inconclusive)\.", entry), entry
     assert entry.count("<li>") == 9  # 3 metrics x race=Black, Black&F, Black&M
+    # in plain words, the rates by hand from the log's last day (the 1-day window of the last evaluation)
+    log = pd.read_sql("SELECT ts, approved, race FROM decisions", f"sqlite:///{tmp_path / 'loans.db'}")
+    day = log[log["ts"] >= "2026-03-02T00:00:00Z"]
+    rate = day.groupby("race")["approved"].mean()
+    black, white = round(100 * rate["Black"]), round(100 * rate["White"])
+    assert f"The approval rate of Black applicants was {black}% against {white}% for White (" in entry
+    assert f"about {(day['race'] == 'Black').sum():,} applicants a day" in entry
     methodology = html.split('<h2 id="methodology">')[1].split("<h2")[0]
     assert "SR_G / SR_R" in methodology and "four-fifths" in methodology
     config = html.split('<h2 id="config">')[1]
@@ -195,10 +203,12 @@ def test_the_service_says_when_the_loan_bias_began_in_its_alerts_page_and_webhoo
     (summary,) = {a.annotations["incident_summary"] for a in alerts}
     assert summary.startswith("race=Black in model loans (with race_sex=Black&F, race_sex=Black&M): ")
     assert f"began {onset}" in summary
+    assert "in window 1d, the approval rate of Black applicants was " in summary
     # one webhook notification for the one incident, its account among the common annotations
     (payload,) = payloads
     assert payload["groupLabels"] == {"model": "loans", "incident": "race=Black"}
     assert payload["commonAnnotations"]["onset"] == onset
     assert len(payload["alerts"]) == len(alerts)
-    html = incidents_view(incidents([evaluation]), alerts)
+    html = incidents_view(incidents([evaluation]), alerts, evaluation)
     assert html.count('<li class="incident">') == 1 and f"began {onset}" in html.replace("&amp;", "&")
+    assert '<span class="plain">The approval rate of Black applicants was ' in html

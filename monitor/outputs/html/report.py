@@ -25,12 +25,13 @@ from typing import TYPE_CHECKING
 
 from metrics_core import get_metric
 from monitor.core.secrets import mask
-from monitor.core.text import fair_range_text, number
+from monitor.core.text import number
 from monitor.core.times import format_duration
 from monitor.core.version import __version__
 from monitor.evaluation.incidents import Finding, Incident, incidents
 from monitor.evaluation.onset import onset_text
 from monitor.evaluation.results import ModelEvaluation
+from monitor.evaluation.wording import plain_finding, plain_value
 from monitor.outputs.csv_rows import rows_csv
 from monitor.outputs.html.sections import seconds, window_view
 from monitor.outputs.json import evaluation_rows
@@ -238,10 +239,19 @@ class Report:
         for incident in found:
             others = [p for p in incident.populations[1:]]
             holding = f" <small>with {escape(', '.join(others))}</small>" if others else ""
+            evaluations = self.evaluations[incident.model]
+            last = evaluations[-1]
+            own = [
+                f
+                for f in incident.findings
+                if (f.value.attribute, f.value.group) == (incident.attribute, incident.group)
+            ]
+            lead = _plain(own[0] if own else incident.findings[0], last, self.confidence)
             items.append(
                 f"<li><p><b>{escape(incident.attribute)}={escape(incident.group)}</b> in model "
-                f"{escape(incident.model)}{holding}: {_since_text(incident, self.evaluations[incident.model])}.</p>"
-                f"<ul>{''.join(_finding_text(f, self.confidence) for f in incident.findings)}</ul></li>"
+                f"{escape(incident.model)}{holding}: {escape(lead[0].upper() + lead[1:])}; "
+                f"{_since_text(incident, evaluations)}.</p>"
+                f"<ul>{''.join(_finding_text(f, last, self.confidence) for f in incident.findings)}</ul></li>"
             )
         return (
             '<h2 id="what-happened">What happened</h2><p class="facts">The values in violation at the last '
@@ -472,17 +482,23 @@ def _judged_since(incident: Incident, evaluations: Sequence[ModelEvaluation]) ->
     )
 
 
-def _finding_text(finding: Finding, confidence: float) -> str:
+def _plain(finding: Finding, evaluation: ModelEvaluation, confidence: float) -> str:
+    """The finding in plain words (:mod:`monitor.evaluation.wording`), with its window's rates."""
+    window = next((w for w in evaluation.windows if w.window == finding.window), None)
+    if window is None:
+        return plain_value(finding.value, words=evaluation.words, confidence=confidence)
+    return plain_finding(finding.value, window, evaluation, confidence=confidence)
+
+
+def _finding_text(finding: Finding, evaluation: ModelEvaluation, confidence: float) -> str:
     v = finding.value
     try:
         meaning = get_metric(v.metric).meaning
     except ValueError:
         meaning = ""
-    level = f"{number(100 * confidence)}%"
     return (
         f"<li>{escape(v.metric)} of {escape(v.attribute)}={escape(v.group)} against {escape(v.reference)}, "
-        f"window {escape(finding.window)}: <b>{number(v.value)}</b> ({level} interval {number(v.ci_lower)} to "
-        f"{number(v.ci_upper)}; fair range {escape(fair_range_text(v.fair_min, v.fair_max))}), "
+        f"window {escape(finding.window)}: <b>{number(v.value)}</b> - {escape(_plain(finding, evaluation, confidence))}; "
         f"{v.n_group:,.0f} rows in the group, {v.n_reference:,.0f} in the reference"
         + (f" <small>{escape(meaning)}</small>" if meaning else "")
         + "</li>"

@@ -20,9 +20,10 @@ from html import escape
 
 from metrics_core import STATES, MetricValue, get_metric
 from monitor.core.text import fair_range_text, number, state_reason
-from monitor.evaluation.incidents import Incident
+from monitor.evaluation.incidents import Finding, Incident
 from monitor.evaluation.onset import onset_text
-from monitor.evaluation.results import WindowResult
+from monitor.evaluation.results import ModelEvaluation, WindowResult
+from monitor.evaluation.wording import plain_finding, plain_value
 from monitor.outputs.html.charts import (
     color_of,
     colour_indices,
@@ -289,7 +290,13 @@ def _estimates_view(window: WindowResult, min_samples: int, model: str) -> str:
     )
 
 
-def incidents_view(found: Sequence[Incident], alerts: Sequence[ActiveAlert]) -> str:
+def incidents_view(
+    found: Sequence[Incident],
+    alerts: Sequence[ActiveAlert],
+    evaluation: ModelEvaluation | None = None,
+    *,
+    confidence: float = 0.95,
+) -> str:
     """One row per incident (:mod:`monitor.evaluation.incidents`): the affected group, the groups it
     holds, its strongest value with interval, fair range and reference, how many values, and since
     when its alerts have been active."""
@@ -333,10 +340,26 @@ def incidents_view(found: Sequence[Incident], alerts: Sequence[ActiveAlert]) -> 
             f"{escape(top.window)}, {v.n_group:,.0f} rows</small>"
             f"{f' and {len(incident.findings) - 1} more value(s) in violation' if len(incident.findings) > 1 else ''}"
             f"{f' <small>alerting since {seconds(min(since))}</small>' if since else ''}"
+            + (
+                f'<br><span class="plain">{escape(_sentence(top, evaluation, confidence))}</span>'
+                if evaluation
+                else ""
+            )
             + (f'<br><small class="onset">began {escape(onset)}</small>' if onset else "")
             + "</li>"
         )
     return f'<ol class="incidents">{"".join(rows)}</ol>'
+
+
+def _sentence(finding: Finding, evaluation: ModelEvaluation, confidence: float) -> str:
+    """A finding in plain words, as a sentence (:mod:`monitor.evaluation.wording`)."""
+    window = next((w for w in evaluation.windows if w.window == finding.window), None)
+    words = (
+        plain_finding(finding.value, window, evaluation, confidence=confidence)
+        if window is not None
+        else plain_value(finding.value, words=evaluation.words, confidence=confidence)
+    )
+    return f"{words[0].upper()}{words[1:]}."
 
 
 def alerts_view(alerts: Sequence[ActiveAlert], shown: int = 5) -> str:
