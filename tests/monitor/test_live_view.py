@@ -515,3 +515,31 @@ def test_each_attribute_has_its_own_history_against_its_own_reference() -> None:
     assert race.count('class="series"') == 2 and sex.count('class="series"') == 1
     legend = race.split('<ul class="legend">')[1].split("</ul>")[0]
     assert "black" in legend and "asian" in legend and ">F<" not in legend
+
+
+def test_a_card_says_why_its_values_and_a_relative_fair_range_move() -> None:
+    """The issue's "AUC fair ranges that move every tick without explanation": a card whose fair range
+    follows the overall AUC, and moved over the charted evaluations, says so; a fixed one does not."""
+    from monitor.outputs.html.sections import window_view
+
+    history = History(10)
+    for minute, anchor in enumerate((0.90, 0.88, 0.91)):
+        values = [
+            metric_value("black", "subgroup_auc", value=0.8, ci=(0.78, 0.82), fair=(anchor - 0.05, math.inf)),
+            metric_value("black", "disparate_impact"),
+        ]
+        history.add(
+            model_evaluation("toxicity", window_result("1h", values), at=T0 + timedelta(minutes=minute))
+        )
+    last = window_result("1h", values)
+    html = window_view(last, history.series("toxicity"), model="toxicity", min_samples=100)
+    auc, di = (
+        html.split('id="m-toxicity-1h-subgroup_auc"')[1],
+        html.split('id="m-toxicity-1h-disparate_impact"')[1],
+    )
+    assert (
+        "The fair range follows the window&#x27;s overall_auc (&gt;= overall_auc - 0.05; now"
+        in auc.split("</section>")[0]
+    )
+    assert "Values move as rows enter and leave the 1h window." in di.split("</section>")[0]
+    assert "The fair range follows" not in di.split("</section>")[0]

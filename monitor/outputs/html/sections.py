@@ -18,7 +18,9 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from html import escape
 
-from metrics_core import STATES, MetricValue, get_metric
+import numpy as np
+
+from metrics_core import STATES, MetricSpec, MetricValue, get_metric
 from monitor.core.text import fair_range_text, number, state_reason
 from monitor.evaluation.incidents import Finding, Incident
 from monitor.evaluation.onset import onset_text
@@ -151,9 +153,10 @@ def _card(
     shift: timedelta = timedelta(0),
 ) -> str:
     try:
-        meaning = get_metric(metric).meaning
+        spec = get_metric(metric)
     except ValueError:
-        meaning = ""
+        spec = None
+    meaning = spec.meaning if spec else ""
     fair = fair_range_text(values[0].fair_min, values[0].fair_max)
     counts = Counter(v.state for v in values)
     worst = next((s for s in ("violation", "inconclusive", "ok", "insufficient_data") if counts[s]), "ok")
@@ -186,9 +189,24 @@ def _card(
         f"<h3>{escape(metric)} <small>fair {escape(fair)}</small></h3>"
         f'<p class="meaning">{escape(meaning)}</p>'
         f"{interval_plot(values, label=f'{label}: current values, intervals and fair range')}"
+        f"{_why_it_moves(spec, series, window, fair)}"
         f"{''.join(histories)}"
         "</section>"
     )
+
+
+def _why_it_moves(spec: MetricSpec | None, series: Sequence[Series], window: str, fair: str) -> str:
+    """A line under the values saying why they move: a sliding window's rows, and a fair range that
+    follows a model value (the AUC family's, the overall AUC) when it moved over the charted period."""
+    relative = spec is not None and spec.fair_range is not None and spec.fair_range.relative_to
+    moved = any(np.unique(bound[np.isfinite(bound)]).size > 1 for s in series for bound in s.fair.T)
+    said = [f"Values move as rows enter and leave the {window} window."]
+    if relative and moved and spec is not None and spec.fair_range is not None:
+        said.append(
+            f"The fair range follows the window's {spec.fair_range.relative_to} "
+            f"({spec.fair_range.describe()}; now {fair}): it moves as the model's own value does."
+        )
+    return f'<p class="moves"><small>{escape(" ".join(said))}</small></p>'
 
 
 def window_view(window: WindowResult, series: Sequence[Series], *, model: str, min_samples: int) -> str:
