@@ -36,7 +36,8 @@ an intersection's alert, ``race_sex=Black&F``, the population of a part of it th
 at the same evaluation - :mod:`monitor.evaluation.incidents`; the incident of its group's alerts
 already active, if any), decided when the alert starts and kept for its life. Alertmanager grouped
 by ``[model, incident]`` sends one notification per incident, with every metric and window of it
-inside. An intersection that crosses before the group it holds keeps its own incident.
+inside. An intersection that crosses before the group it holds names the incident (its own group,
+``race_sex=Black&F``: labels do not change), and the group's alerts join it when they start.
 
 The labels of an alert are its identity (``alertname``, model, window, attribute, group, reference,
 metric, severity); the annotations carry a readable ``summary``, a ``description`` with the metric's
@@ -170,14 +171,18 @@ class AlertTracker:
             raise ValueError(f"now must be timezone-aware, got {now!r}")
         model = evaluation.model
         seen = _values_by_key(evaluation)
-        incident_of = populations(evaluation)
+        now_of = populations(evaluation)  # each group in violation -> the population it is part of now
         changes = _Transitions()
         with self._lock:
             self._evaluation = evaluation  # what this update's annotations quote in plain words
             tracked = {key for key in self._series if key[0] == model}
             # a group's alerts share one incident: a metric or window starting later takes the one
             # its group's active alerts already have
-            incident_of |= {(k[2], k[3]): self._series[k].alert.labels["incident"] for k in tracked}
+            active = {(k[2], k[3]): self._series[k].alert.labels["incident"] for k in tracked}
+            # ... and a group starting now takes the label its population's active alerts already have: an
+            # intersection that crossed first (Black&F) named the incident its group (Black) joins now
+            held = {now_of[g]: label for g, label in active.items() if g in now_of}
+            incident_of = {g: held.get(p, p) for g, p in now_of.items()} | active
             for key in sorted(tracked | seen.keys()):
                 value = seen.get(key)
                 series = self._series.get(key)
@@ -255,7 +260,11 @@ class AlertTracker:
                 members.setdefault(series.alert.labels["incident"], []).append(key)
         for incident, keys in members.items():
             values = [(key, seen[key]) for key in keys if key in seen and _is_out_of_range(seen[key])]
-            onset = onsets.get(incident)
+            # its onset: estimated for the population it names, or for a member's own (an incident an
+            # intersection named before the group it holds joined it)
+            onset = onsets.get(incident) or next(
+                (o for key in keys if (o := onsets.get(f"{key[2]}={key[3]}")) is not None), None
+            )
             text = incident_summary(incident, evaluation, values, onset, confidence=self.confidence)
             extra = {"incident_summary": text} | ({"onset": onset_text(onset)} if onset else {})
             for key in keys:

@@ -93,7 +93,11 @@ class Runner:
             self._record_failure(name, exc)
             return None
         update = self.tracker.update(evaluation, now, onsets=self.onsets.estimate(evaluator, evaluation))
-        self.onsets.keep(name, {a.labels["incident"] for a in update.active if a.labels.get("model") == name})
+        mine = [a.labels for a in update.active if a.labels.get("model") == name]  # by label and own group
+        self.onsets.keep(
+            name,
+            {p for labels in mine for p in (labels["incident"], f"{labels['attribute']}={labels['group']}")},
+        )
         if self.log_alerts:
             _log_transitions(update)
         self.delivery.submit(name, update.firing, update.resolved, now)

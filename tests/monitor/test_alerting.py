@@ -285,6 +285,31 @@ def test_an_intersections_alert_joins_the_incident_of_the_group_it_holds(clock: 
     assert {a.labels["incident"] for a in update.firing if a.labels["group"] == "Black&F"} == {"race=Black"}
 
 
+def test_a_group_crossing_after_its_intersection_joins_the_incident_the_intersection_named(
+    clock: FakeClock,
+) -> None:
+    """Black&F (a smaller group) crosses first and names its incident; when race=Black crosses an
+    evaluation later its alerts join that incident: one notification group for the one bias, however
+    the crossings fell."""
+    t = tracker(for_=timedelta(0))
+    columns = {"race": ("race",), "race_sex": ("race", "sex")}
+    black = replace(value("violation"), attribute="race", group="Black")
+    black_f = replace(value("violation"), attribute="race_sex", group="Black&F")
+    first = t.update(replace(evaluation(black_f), attribute_columns=columns), clock.now())
+    assert {a.labels["incident"] for a in first.firing} == {"race_sex=Black&F"}
+    both = t.update(replace(evaluation(black, black_f), attribute_columns=columns), clock.now() + STEP)
+    assert {a.labels["group"]: a.labels["incident"] for a in both.firing} == {
+        "Black": "race_sex=Black&F",
+        "Black&F": "race_sex=Black&F",
+    }
+    # another population is another incident
+    white = replace(value("violation"), attribute="race", group="White")
+    other = t.update(
+        replace(evaluation(black, black_f, white), attribute_columns=columns), clock.now() + 2 * STEP
+    )
+    assert {a.labels["group"]: a.labels["incident"] for a in other.firing}["White"] == "race=White"
+
+
 def test_summary_says_value_interval_fair_range_and_group_size(clock: FakeClock) -> None:
     (update,) = run(tracker(for_=timedelta(0)), clock, "violation")
     summary = update.firing[0].annotations["summary"]
