@@ -119,6 +119,8 @@ def test_the_loan_report_tells_the_one_bias_as_one_entry(tmp_path: Path) -> None
     config = html.split('<h2 id="config">')[1]
     assert "reference White" in config and "reference M" in config
     assert str(tmp_path) not in html  # the local folder is left out
+    # the model logs decisions only: its windows say no metric needs labels, not "0 labelled (0%)"
+    assert "no metric needs labels" in html and "0 labelled (0%)" not in html
 
 
 def test_the_live_view_shows_one_row_per_incident_with_its_alerts_since() -> None:
