@@ -93,14 +93,14 @@ def test_the_loan_report_tells_the_one_bias_as_one_entry(tmp_path: Path) -> None
     assert len(entries) == 1, happened  # one bias, one entry (9 values in violation)
     (entry,) = entries
     assert entry.startswith(
-        "race=Black</b> in model loans <small>with race_sex=Black&amp;F, race_sex=Black&amp;M</small>"
+        "race=Black</b> in model loans <small>with race_sex=Black&amp;F, race_sex=Black&amp;M</small></p>"
     )
     # the bias starts at 2026-03-02 00:00. A 1-day window holds a quarter of biased rows at 06:00 (the
     # expected disparate impact 0.92), half at 12:00 (0.84, inside the range), three quarters at 18:00
     # (0.76): judged every 6 h, the first violation is 18:00, after the evaluation of 12:00
-    assert "in violation at every evaluation since 2026-03-02 18:00:00 UTC; at the one before, " in entry
+    assert "In violation at every evaluation since 2026-03-02 18:00:00 UTC; at the one before, " in entry
     # when it began, from the log's counts rather than the evaluations: within 2 h of the true onset
-    began = re.search(r"began about (\S+ \S+) UTC ± (\w+)", entry)
+    began = re.search(r"<b>Began about (\S+ \S+) UTC ± (\w+)</b>", entry)
     assert began, entry
     onset = datetime.fromisoformat(began[1]).replace(tzinfo=UTC)
     assert abs(onset - datetime(2026, 3, 2, tzinfo=UTC)) <= timedelta(hours=2), entry

@@ -249,8 +249,9 @@ class Report:
             lead = _plain(own[0] if own else incident.findings[0], last, self.confidence)
             items.append(
                 f"<li><p><b>{escape(incident.attribute)}={escape(incident.group)}</b> in model "
-                f"{escape(incident.model)}{holding}: {escape(lead[0].upper() + lead[1:])}; "
-                f"{_since_text(incident, evaluations)}.</p>"
+                f"{escape(incident.model)}{holding}</p>"
+                f'<p class="plain">{escape(lead[0].upper() + lead[1:])}.</p>'
+                f'<p class="since">{_since_text(incident, evaluations)}.</p>'
                 f"<ul>{''.join(_finding_text(f, last, self.confidence) for f in incident.findings)}</ul></li>"
             )
         return (
@@ -447,8 +448,9 @@ def _since_text(incident: Incident, evaluations: Sequence[ModelEvaluation]) -> s
     evaluation that was not in violation and the first that was."""
     judged = _judged_since(incident, evaluations)
     if incident.onset is None:
-        return judged
-    return f"began {escape(onset_text(incident.onset))}; {judged}"
+        return judged[0].upper() + judged[1:]
+    began, _, how = onset_text(incident.onset).partition(" (")
+    return f"<b>Began {escape(began)}</b> <small>({escape(how)}</small>. {judged[0].upper()}{judged[1:]}"
 
 
 def _judged_since(incident: Incident, evaluations: Sequence[ModelEvaluation]) -> str:
@@ -496,13 +498,14 @@ def _finding_text(finding: Finding, evaluation: ModelEvaluation, confidence: flo
         meaning = get_metric(v.metric).meaning
     except ValueError:
         meaning = ""
-    return (
-        f"<li>{escape(v.metric)} of {escape(v.attribute)}={escape(v.group)} against {escape(v.reference)}, "
-        f"window {escape(finding.window)}: <b>{number(v.value)}</b> - {escape(_plain(finding, evaluation, confidence))}; "
-        f"{v.n_group:,.0f} rows in the group, {v.n_reference:,.0f} in the reference"
-        + (f" <small>{escape(meaning)}</small>" if meaning else "")
-        + "</li>"
-    )
+    words = _plain(finding, evaluation, confidence)
+    facts = [
+        f"{v.metric} of {v.attribute}={v.group}",
+        f"window {finding.window}",
+        f"{v.n_group:,.0f} rows in the group, {v.n_reference:,.0f} in the reference",
+        *([meaning] if meaning else []),
+    ]
+    return f"<li>{escape(words[0].upper() + words[1:])}. <small>{escape(' · '.join(facts))}</small></li>"
 
 
 def _css() -> str:
