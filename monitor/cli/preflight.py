@@ -167,18 +167,25 @@ def _prediction_columns(model: ModelConfig, where: str) -> dict[str, str]:
     return named
 
 
-def _references(model: ModelConfig, where: str) -> list[tuple[str, str, str]]:
-    """The named reference values of ``model``'s groups: (config key, column, value)."""
+_UNDEFINED = "every comparison with it would be undefined"
+_UNUSED = "its threshold would never apply"
+
+
+def _references(model: ModelConfig, where: str) -> list[tuple[str, str, str, str]]:
+    """The values ``model``'s config names in a column - its groups' references and its per-group
+    ``thresholds``: (config key, column, value, what a typo in it would do)."""
     out = []
     for g, group in enumerate(model.groups):
         key = f"{where}.groups[{g}].reference"
         if group.kind == "categorical" and isinstance(group.reference, str) and group.reference != REST:
-            out.append((key, group.column or "", group.reference))
+            out.append((key, group.column or "", group.reference, _UNDEFINED))
         elif group.kind == "intersection" and not isinstance(group.reference, str):
             out += [
-                (f"{key}[{j}]", c, v)
+                (f"{key}[{j}]", c, v, _UNDEFINED)
                 for j, (c, v) in enumerate(zip(group.columns, group.reference, strict=False))
             ]
+    for column, by_value in model.thresholds.items():
+        out += [(f"{where}.thresholds.{column}.{value}", column, value, _UNUSED) for value in by_value]
     return out
 
 
@@ -197,7 +204,7 @@ def _with_references(check: SourceCheck, model: ModelConfig, where: str) -> Sour
         return check
     problems = []
     values: dict[str, set[str] | None] = {}  # each column read once
-    for key, column, value in references:
+    for key, column, value, consequence in references:
         if column not in values:
             try:
                 values[column] = reader(source, column, model)
@@ -209,7 +216,7 @@ def _with_references(check: SourceCheck, model: ModelConfig, where: str) -> Sour
             some = ", ".join(sorted(seen)[:10]) + (", ..." if len(seen) > 10 else "")
             problems.append(
                 f"{key}: `{value}` is no value of column `{column}` in {check.what}{hint} (its values: {some}); "
-                "every comparison with it would be undefined"
+                f"{consequence}"
             )
     return replace(check, problems=check.problems + tuple(problems))
 

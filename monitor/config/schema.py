@@ -350,6 +350,13 @@ class WordingConfig(_Strict):
     subjects: str = Field(default="rows", min_length=1, max_length=60)  # plural: applicants
 
 
+def _value_text(value: object) -> str:
+    """A column value as the text it is matched by: ``1``, ``1.0`` and ``"1"`` alike."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
 def _default_windows() -> list[WindowConfig]:
     return [WindowConfig(name="1h", length=timedelta(hours=1))]
 
@@ -367,6 +374,20 @@ class ModelConfig(_Strict):
     # {column: {value: threshold}} - a row whose column holds the value is decided at its threshold,
     # every other row at `threshold`. One column, read by one of the model's groups
     thresholds: dict[str, dict[str, float]] = Field(default_factory=dict)
+
+    @field_validator("thresholds", mode="before")
+    @classmethod
+    def _threshold_keys(cls, value: Any) -> Any:
+        # YAML reads `{region: {1: 0.4}}` with an int key: values are matched by their text
+        if isinstance(value, Mapping):
+            return {
+                column: {_value_text(k): v for k, v in by_value.items()}
+                if isinstance(by_value, Mapping)
+                else by_value
+                for column, by_value in value.items()
+            }
+        return value
+
     # which prediction is the good outcome for the person predicted about: `positive` (a loan approved)
     # or `negative` (a comment flagged, a payment blocked). The selection family compares the rates of
     # the favourable outcome, and the incidents say "approved less often" or "flagged more often"
@@ -480,11 +501,15 @@ class ModelConfig(_Strict):
                 "would have two thresholds)"
             )
         (column,) = self.thresholds
-        read = {c for g in self.groups for c in ([g.column] if g.column else list(g.columns))}
+        # categorical and intersection columns: an indicator column's values are membership shares
+        # (a database may threshold them while counting), not groups a decision is made for
+        read = {
+            c for g in self.groups if g.kind != "indicator" for c in ([g.column] if g.column else g.columns)
+        }
         if column not in read:
             raise ValueError(
-                f"thresholds: column {column!r} is read by none of the model's groups "
-                f"({', '.join(sorted(read)) or 'none'}): decide per group of a column a group reads"
+                f"thresholds: column {column!r} is read by none of the model's categorical or intersection "
+                f"groups ({', '.join(sorted(read)) or 'none'}): decide per value of a column such a group reads"
             )
 
     def _check_fleet(self) -> None:

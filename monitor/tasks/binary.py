@@ -125,19 +125,20 @@ class ScoreTableEvaluator:
         """Decisions made at each group's threshold: the decision metrics from the decisions (as a
         model that logs predictions), the ranking metrics from the scores; one report."""
         weight = data.get("sample_weight")
-        decided = mc.table_for(data["y_decision"], y_true, attributes, sample_weight=weight)
-        report = self._evaluate(decided, attributes, request, request.metrics, has_scores=False)
-        ranking = [
-            name
-            for name in (
-                request.metrics or [s.name for s in mc.REGISTRY.values() if s.family in TASK.families]
-            )
-            if "y_score" in mc.REGISTRY[name].requires
-        ]
-        if not ranking:
-            return report
+        # [] asks for none (the model values only: the overall AUC of a label window), None for all
+        asked = (
+            request.metrics
+            if request.metrics is not None
+            else [s.name for s in mc.REGISTRY.values() if s.family in TASK.families]
+        )
+        ranking = [name for name in asked if "y_score" in mc.REGISTRY[name].requires]
+        deciding = [name for name in asked if "y_score" not in mc.REGISTRY[name].requires]
         scored = mc.table_for(data["y_score"], y_true, attributes, sample_weight=weight)
-        ranked = self._evaluate(scored, attributes, request, ranking, has_scores=True)
+        ranked = self._evaluate(scored, attributes, request, ranking, has_scores=True)  # and the anchors
+        if not deciding:
+            return ranked
+        decided = mc.table_for(data["y_decision"], y_true, attributes, sample_weight=weight)
+        report = self._evaluate(decided, attributes, request, deciding, has_scores=False)
         return dataclasses.replace(
             ranked, values=report.values + ranked.values, model=report.model + ranked.model
         )

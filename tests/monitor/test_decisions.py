@@ -123,7 +123,10 @@ def test_a_negative_favourable_outcome_compares_who_is_spared() -> None:
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        ({"thresholds": {"zip": {"1": 0.4}}}, "column 'zip' is read by none of the model's groups (race)"),
+        (
+            {"thresholds": {"zip": {"1": 0.4}}},
+            "column 'zip' is read by none of the model's categorical or intersection groups (race)",
+        ),
         ({"thresholds": {"race": {"Black": 0.4}, "sex": {"F": 0.4}}}, "thresholds: one column's values"),
         (
             {"favorable": "negative", "task": "regression", "metrics": None},
@@ -143,3 +146,37 @@ def test_a_bad_decision_setting_names_its_key(extra: dict[str, Any], message: st
     with pytest.raises(ConfigError) as raised:
         settings_from_dict({"models": [_model(**extra)]})
     assert message in str(raised.value)
+
+
+def test_thresholds_with_a_label_delay_judge_the_configured_metrics_only_once() -> None:
+    """A review: with labels windows apart from the outcome windows, a run asked for no metric (the
+    label window's overall AUC only) computed every ranking metric and judged it - alerts on metrics
+    nobody configured, and standardized_mean_difference twice."""
+    frame = _log()
+    settings = settings_from_dict(
+        {
+            "models": [
+                _model(
+                    thresholds={"race": {"Black": 0.44}},
+                    label_delay="10m",
+                    metrics=[
+                        "equal_opportunity_difference",
+                        "disparate_impact",
+                        "standardized_mean_difference",
+                    ],
+                )
+            ]
+        }
+    )
+    with build_evaluators(
+        settings, memory_sources={"log": MemorySource(frame, timestamp_column="ts")}
+    ) as evaluators:
+        (window,) = evaluators["loans"].evaluate(NOW).windows
+    judged = [(v.metric, v.group) for v in window.values]
+    assert len(judged) == len(set(judged))
+    assert {m for m, _ in judged} == {
+        "equal_opportunity_difference",
+        "disparate_impact",
+        "standardized_mean_difference",
+    }
+    assert {v.metric for v in window.model_values} >= {"overall_auc"}  # the label window's anchor

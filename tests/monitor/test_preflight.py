@@ -333,3 +333,23 @@ def test_a_query_over_a_time_range_or_a_reference_list_of_another_length(
     status = main(["validate", "--config", str(config)])
     err = capsys.readouterr().err
     assert status == 2 and "`reference` names one value per column: 2 column(s), 1 value(s)" in err
+
+
+def test_a_threshold_for_no_value_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``thresholds: {race: {Blak: 0.44}}`` decided nobody at 0.44, silently (a review)."""
+    db = tmp_path / "loans.db"
+    with sqlite3.connect(db) as conn:
+        LOANS.to_sql("predictions", conn, index=False)
+    config = tmp_path / "config.yaml"
+    text = REFERENCE_CONFIG.format(
+        source=f"{{kind: sql, url: 'sqlite:///{db}', table: predictions}}", race="White", grade="2", sex="F"
+    )
+    config.write_text(text + "    thresholds: {race: {Blak: 0.44, Asian: 0.5}, }\n")
+    status, lines = _validate(config, capsys)
+    errors = [line for line in lines if line.startswith("error:")]
+    assert status == 1 and errors == [
+        f"error: models[0].thresholds.race.Blak: `Blak` is no value of column `race` in table 'predictions' in "
+        f"sqlite:///{db} (did you mean `Black`?) (its values: Asian, Black, White); its threshold would never apply"
+    ]
+    config.write_text(text + "    thresholds: {grade: {2: 0.44}}\n")  # an int key names the value 2
+    assert _validate(config, capsys)[0] == 0
