@@ -17,8 +17,9 @@ model's ``last_evaluation`` once. With ``server.history.directory`` every kept e
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import NamedTuple
@@ -79,6 +80,7 @@ class _Frame:
     keys: tuple[SeriesKey, ...]
     values: np.ndarray  # float64, (len(keys), 5)
     states: np.ndarray  # uint8 index into STATES, (len(keys),)
+    of: Callable[[], ModelEvaluation | None] = lambda: None  # the evaluation it was made of, while alive
 
 
 class History:
@@ -92,6 +94,7 @@ class History:
         self.store = store
         self._frames: dict[str, deque[_Frame]] = {}
         self._lock = threading.Lock()
+        self._disk = threading.Lock()
         self._version = 0  # changes whenever what the history holds changes
 
     def load(self, models: Iterable[str]) -> int:
@@ -138,8 +141,13 @@ class History:
         gone: list[datetime] = []
         with self._lock:
             frames = self._frames.setdefault(evaluation.model, deque(maxlen=self.size))
-            if frames and frames[-1].at == evaluation.evaluated_at:
-                return  # kept already
+            if any(f.of() is evaluation for f in frames) or (
+                frames and evaluation.evaluated_at < frames[0].at
+            ):
+                # kept already - also when it comes late: a snapshot published before a newer one of the
+                # same model can reach its subscribers after it (the same evaluation: not a clock that
+                # stepped back, which brings a new one)
+                return
             while frames and frames[-1].at >= evaluation.evaluated_at:
                 gone.append(frames.pop().at)  # the clock stepped back: what was recorded at or after it goes
             if frames and frames[-1].keys == keys:
@@ -147,12 +155,18 @@ class History:
             if len(frames) == self.size:
                 gone.append(frames[0].at)  # leaves the kept evaluations
             index = np.array([_STATE_INDEX[s] for s in states], dtype=np.uint8)
-            frames.append(_Frame(evaluation.evaluated_at, keys, values, index))
+            frames.append(_Frame(evaluation.evaluated_at, keys, values, index, weakref.ref(evaluation)))
             self._version += 1
-        if self.store is not None:  # outside the lock: readers never wait for the disk
-            for at in gone:  # first: a stepped-back clock's new evaluation may have a removed one's time
-                self.store.remove(evaluation.model, at)
-            self.store.write(evaluation.model, evaluation.evaluated_at, list(keys), values, states)
+        if self.store is not None:  # outside the readers' lock: they never wait for the disk
+            with self._disk:  # one writer at a time: the folder follows memory in order
+                for at in gone:  # first: a stepped-back clock's new evaluation may have a removed one's time
+                    self.store.remove(evaluation.model, at)
+                with self._lock:  # still kept (a later evaluation may have stepped back over it)
+                    kept = any(
+                        f.at == evaluation.evaluated_at for f in self._frames.get(evaluation.model, ())
+                    )
+                if kept:
+                    self.store.write(evaluation.model, evaluation.evaluated_at, list(keys), values, states)
 
     def models(self) -> list[str]:
         with self._lock:

@@ -127,6 +127,21 @@ def test_a_history_on_disk_survives_a_restart_within_its_size(tmp_path: Any) -> 
     assert again.load(["toxicity"]) == 2 and len(list((tmp_path / "toxicity").glob("*.arrow"))) == 2
 
 
+def test_a_late_snapshot_of_an_older_evaluation_changes_nothing(tmp_path: Any) -> None:
+    """A review: snapshots reach subscribers outside the runner's lock, so one holding a model's older
+    evaluation can arrive after a newer one. It is not a clock that stepped back: the newer evaluation
+    stays, in memory and on disk."""
+    from monitor.service.history_store import HistoryStore
+
+    history = History(10, HistoryStore.open(str(tmp_path)))
+    older, newer = evaluation_at(0), evaluation_at(1, value=0.5)
+    history.record(make_snapshot(model_status("toxicity", older)))
+    history.record(make_snapshot(model_status("toxicity", newer)))
+    history.record(make_snapshot(model_status("toxicity", older)))  # late
+    assert history.times("toxicity") == (T0, T0 + timedelta(minutes=1))
+    assert History(10, HistoryStore.open(str(tmp_path))).load(["toxicity"]) == 2
+
+
 def test_history_series_filters_and_keeps_undefined_values() -> None:
     history = History(10)
     snapshot = rich_snapshot()
