@@ -109,8 +109,9 @@ Favorable = Literal["positive", "negative"]
 """Which prediction is the good outcome for the person predicted about: ``positive`` (a loan approved:
 the default) or ``negative`` (a comment flagged, a transaction blocked). The selection rate is the rate
 of the favourable outcome (AIF360's ``favorable_label``), so the selection family - statistical parity,
-disparate impact, the four-fifths ratio, the standardized differences - compares who gets the good
-outcome: below 1 (or 0) always means the group gets it less often."""
+disparate impact, the four-fifths ratio, the standardized selection-rate difference, the 2-SD rule -
+compares who gets the good outcome: below 1 (or 0) always means the group gets it less often. The
+standardized mean difference compares mean scores and does not turn."""
 
 
 def favorable_cells(cells: FloatArray, favorable: Favorable) -> FloatArray:

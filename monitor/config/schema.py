@@ -346,7 +346,8 @@ class WordingConfig(_Strict):
     Black applicants was 40% against 59% for White" rather than "the favourable-outcome rate of
     race=Black rows"."""
 
-    outcome: str = Field(default="favourable outcome", min_length=1, max_length=60)  # a noun: approval
+    # a noun for the favourable outcome: approval (default: positive or negative prediction, as `favorable`)
+    outcome: str | None = Field(default=None, min_length=1, max_length=60)
     subjects: str = Field(default="rows", min_length=1, max_length=60)  # plural: applicants
 
 

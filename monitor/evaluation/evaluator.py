@@ -206,7 +206,10 @@ class Evaluator:
                 }
             ),
             rows_read=batch.n_rows,
-            words=Words(self.model.wording.outcome, self.model.wording.subjects),
+            words=Words(
+                self.model.wording.outcome or f"{self.model.favorable} prediction",
+                self.model.wording.subjects,
+            ),
             rejected=MappingProxyType(dict(rejected)),
             skipped_files=batch.skipped_files,
             read_seconds=t1 - t0,

@@ -100,7 +100,7 @@ class Words:
     """A model's words (``models[].wording``): its favourable outcome, a noun (``approval``), and who
     it predicts about (``applicants``)."""
 
-    outcome: str = "favourable outcome"
+    outcome: str = "positive prediction"
     subjects: str = "rows"
 
 

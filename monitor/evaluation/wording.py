@@ -82,10 +82,14 @@ def plain_value(
 def plain_finding(
     value: MetricValue, window: WindowResult, evaluation: ModelEvaluation, *, confidence: float
 ) -> str:
-    """A value of ``window`` of ``evaluation`` in words, with its group's size a day."""
+    """A value of ``window`` of ``evaluation`` in words, with its group's size a day (its rows in the
+    window - weighted: the rows they stand for -, not the value's effective sample)."""
     words = evaluation.words
     text = plain_value(value, words=words, rates=rates_of(window), confidence=confidence)
-    daily = per_day(value, (window.end - window.start).total_seconds() / 86_400, words)
+    side = (value.attribute, value.group, value.reference)
+    rows = next((g.n_rows for g in window.groups if (g.attribute, g.group, g.reference) == side), None)
+    days = (window.end - window.start).total_seconds() / 86_400
+    daily = per_day(rows, days, words) if rows is not None else ""
     return f"{text}, {daily}" if daily else text
 
 
@@ -95,15 +99,16 @@ def metric_name(metric: str) -> str:
 
 
 def reference_text(reference: str) -> str:
-    """Who a group is compared with, in words: ``White``, ``the rest``, ``everyone``."""
-    return {"rest": "the rest", "background": "everyone"}.get(reference, reference)
+    """Who a group is compared with, in words: ``White``, ``the rest`` (the attribute's other groups),
+    ``the other rows`` (an indicator's background: the window's rows outside the group)."""
+    return {"rest": "the rest", "background": "the other rows"}.get(reference, reference)
 
 
-def per_day(value: MetricValue, days: float, words: Words = _PLAIN) -> str:
-    """``about 1,900 applicants a day`` (``days``: the window's length), or ``""`` when unknown."""
-    if not days > 0 or math.isnan(value.n_group):
+def per_day(rows: float, days: float, words: Words = _PLAIN) -> str:
+    """``about 1,900 applicants a day`` (``rows`` over ``days``, the window's length), or ``""``."""
+    if not days > 0 or math.isnan(rows):
         return ""
-    return f"about {number(value.n_group / days)} {words.subjects} a day"
+    return f"about {number(rows / days)} {words.subjects} a day"
 
 
 def _sides(

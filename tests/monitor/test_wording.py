@@ -58,7 +58,7 @@ def test_a_value_without_rates_reads_as_its_metric() -> None:
 
 
 @pytest.mark.parametrize(
-    ("reference", "said"), [("White", "White"), ("rest", "the rest"), ("background", "everyone")]
+    ("reference", "said"), [("White", "White"), ("rest", "the rest"), ("background", "the other rows")]
 )
 def test_references_in_words(reference: str, said: str) -> None:
     assert reference_text(reference) == said
@@ -66,5 +66,22 @@ def test_references_in_words(reference: str, said: str) -> None:
 
 def test_names_and_sizes() -> None:
     assert metric_name("subgroup_auc") == "subgroup AUC" and metric_name("negative_aeg") == "negative AEG"
-    assert per_day(_value("disparate_impact", 1, 1, 1, (0.8, 1.25)), 7, LOANS) == "about 271 applicants a day"
-    assert per_day(_value("disparate_impact", 1, 1, 1, (0.8, 1.25)), 0, LOANS) == ""
+    assert per_day(1900, 7, LOANS) == "about 271 applicants a day"
+    assert per_day(1900, 0, LOANS) == "" and per_day(math.nan, 1, LOANS) == ""
+
+
+def test_the_size_a_day_is_the_groups_rows_not_its_effective_sample() -> None:
+    """Under sampling weights a value's n_group is its Kish effective size (1,752 here); the people a
+    day are the rows the window's group stands for (87,600) - a review's case."""
+    from dataclasses import replace
+    from datetime import UTC, datetime
+
+    from monitor.evaluation.results import GroupStats, ModelEvaluation
+    from monitor.evaluation.wording import plain_finding
+    from tests.monitor.test_exporter import window_result
+
+    value = replace(_value("disparate_impact", 0.5, 0.4, 0.6, (0.8, 1.25)), n_group=1752)
+    window = replace(window_result("1h", [value]), groups=(GroupStats("race", "Black", "White", 3_650, 0),))
+    evaluation = ModelEvaluation("loans", datetime(2026, 3, 2, tzinfo=UTC), 0.0, (window,), 0, words=LOANS)
+    # a 1-hour window: 3,650 rows an hour are 87,600 a day
+    assert plain_finding(value, window, evaluation, confidence=0.95).endswith("about 87,600 applicants a day")
