@@ -181,7 +181,10 @@ class AlertTracker:
             active = {(k[2], k[3]): self._series[k].alert.labels["incident"] for k in tracked}
             # ... and a group starting now takes the label its population's active alerts already have: an
             # intersection that crossed first (Black&F) named the incident its group (Black) joins now
-            held = {now_of[g]: label for g, label in active.items() if g in now_of}
+            held: dict[str, str] = {}
+            for k in sorted(tracked, key=lambda k: (self._series[k].alert.active_since, k)):  # the first wins
+                if (k[2], k[3]) in now_of:
+                    held.setdefault(now_of[k[2], k[3]], self._series[k].alert.labels["incident"])
             incident_of = {g: held.get(p, p) for g, p in now_of.items()} | active
             for key in sorted(tracked | seen.keys()):
                 value = seen.get(key)

@@ -302,6 +302,20 @@ def test_a_group_crossing_after_its_intersection_joins_the_incident_the_intersec
         "Black": "race_sex=Black&F",
         "Black&F": "race_sex=Black&F",
     }
+    # two intersections that crossed first, each its own incident: the group joins the first to have
+    # started, whatever the dict order (a review saw it depend on it)
+    t2 = tracker(for_=timedelta(0))
+    black_m = replace(value("violation"), attribute="race_sex", group="Black&M")
+    t2.update(replace(evaluation(black_m), attribute_columns=columns), clock.now())
+    t2.update(replace(evaluation(black_m, black_f), attribute_columns=columns), clock.now() + STEP)
+    joined = t2.update(
+        replace(evaluation(black, black_m, black_f), attribute_columns=columns), clock.now() + 2 * STEP
+    )
+    assert {a.labels["group"]: a.labels["incident"] for a in joined.firing} == {
+        "Black": "race_sex=Black&M",
+        "Black&M": "race_sex=Black&M",
+        "Black&F": "race_sex=Black&F",  # labels never change: its own, as it crossed alone
+    }
     # another population is another incident
     white = replace(value("violation"), attribute="race", group="White")
     other = t.update(

@@ -144,6 +144,25 @@ def test_the_live_view_shows_one_row_per_incident_with_its_alerts_since() -> Non
     assert incidents_view([], active) == '<p class="incidents none">No value in violation.</p>'
 
 
+def test_the_live_view_finds_the_onset_of_an_incident_an_intersection_named() -> None:
+    """Black&F crossed first and named the incident; race=Black joined it. The page's row is race=Black's
+    and shows the onset every alert of it carries (a review: it looked for an alert labelled race=Black)."""
+    from monitor.evaluation.onset import Onset
+    from monitor.outputs.html.sections import incidents_view
+    from monitor.service.alerting import AlertTracker
+
+    onset = Onset(T0, T0, T0, 0.95, 1.0, 0.67, False, timedelta(hours=1), "disparate_impact")
+    tracker = AlertTracker(for_=timedelta(0), keep_firing_for=timedelta(0))
+    tracker.update(_evaluation(T0, _value("race_sex", "Black&F", "violation")), T0)
+    both = _evaluation(
+        T0 + STEP, _value("race", "Black", "violation", lo=0.5), _value("race_sex", "Black&F", "violation")
+    )
+    active = tracker.update(both, T0 + STEP, onsets={"race=Black": onset}).active
+    assert {a.labels["incident"] for a in active} == {"race_sex=Black&F"}
+    html = incidents_view(incidents([both]), active)
+    assert "<b>race=Black</b>" in html and "began about 2026-03-01 00:00 UTC ± 1h" in html
+
+
 def test_a_part_is_a_group_of_its_own_column_only() -> None:
     """A review's cases: grade=F (another column's F) never holds race_sex=Black&F, and a categorical
     value with an & in it (department=R&D) is a group, not an intersection."""

@@ -348,13 +348,17 @@ def incidents_view(
         ]
         others = incident.populations[1:]
         holding = f" <small>with {escape(', '.join(others))}</small>" if others else ""
-        population = f"{incident.attribute}={incident.group}"
         onset = incident.onset and onset_text(incident.onset)
-        onset = onset or next(
+        onset = onset or next(  # any alert of the incident's values has it (its label may name a part)
             (
-                a.annotations["onset"]
-                for a in alerts
-                if a.labels.get("incident") == population and "onset" in a.annotations
+                alert.annotations["onset"]
+                for f in incident.findings
+                if (
+                    alert := active.get(
+                        (f.window, f.value.attribute, f.value.group, f.value.reference, f.value.metric)
+                    )
+                )
+                and "onset" in alert.annotations
             ),
             None,
         )
