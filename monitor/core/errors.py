@@ -27,4 +27,9 @@ class SourceError(FairwatchError):
 
 
 class AlertDeliveryError(FairwatchError):
-    """An alert could not be delivered to a sink."""
+    """An alert could not be delivered to a sink. ``undelivered``: the resolved alerts a partly
+    delivered attempt did not deliver (``None``: none was, as far as the sink knows)."""
+
+    def __init__(self, message: str, *, undelivered: tuple[object, ...] | None = None) -> None:
+        super().__init__(message)
+        self.undelivered = undelivered

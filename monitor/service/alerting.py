@@ -197,7 +197,7 @@ class AlertTracker:
                     self._step_pending(key, series, value, now, changes)
                 else:
                     self._step_firing(key, series, value, now, changes)
-            self._describe_incidents(evaluation, seen, onsets or {})
+            changes.resolved = self._describe_incidents(evaluation, seen, onsets or {}, changes.resolved)
             described = {frozenset(s.alert.labels.items()): s.alert for s in self._series.values()}
             changes.started_pending = [
                 described.get(frozenset(a.labels.items()), a) for a in changes.started_pending
@@ -252,28 +252,43 @@ class AlertTracker:
             changes.resolved.append(replace(series.alert, state="resolved"))
 
     def _describe_incidents(
-        self, evaluation: ModelEvaluation, seen: Mapping[_Key, MetricValue], onsets: Mapping[str, Onset]
-    ) -> None:
-        """Give each active alert of ``model`` its incident's account (``incident_summary``, and
-        ``onset`` where estimated): one text for every alert of an incident, so that a notification
-        grouped by ``incident`` carries it among its common annotations."""
+        self,
+        evaluation: ModelEvaluation,
+        seen: Mapping[_Key, MetricValue],
+        onsets: Mapping[str, Onset],
+        resolved: list[ActiveAlert],
+    ) -> list[ActiveAlert]:
+        """Give each active alert of ``model``, and each resolving now, its incident's account
+        (``incident_summary``, and ``onset`` where estimated): one text for every alert of an incident,
+        so that a notification grouped by ``incident`` carries it among its common annotations (a
+        resolved alert with an older text would empty them). Returns ``resolved`` so described."""
         members: dict[str, list[_Key]] = {}
         for key, series in self._series.items():
             if key[0] == evaluation.model:
                 members.setdefault(series.alert.labels["incident"], []).append(key)
-        for incident, keys in members.items():
+        gone: dict[str, list[int]] = {}
+        for i, alert in enumerate(resolved):
+            gone.setdefault(alert.labels["incident"], []).append(i)
+        out = list(resolved)
+        for incident in dict.fromkeys([*members, *gone]):
+            keys = members.get(incident, [])
             values = [(key, seen[key]) for key in keys if key in seen and _is_out_of_range(seen[key])]
             # its onset: estimated for the population it names, or for a member's own (an incident an
             # intersection named before the group it holds joined it)
+            groups = [f"{k[2]}={k[3]}" for k in keys] + [
+                f"{out[i].labels['attribute']}={out[i].labels['group']}" for i in gone.get(incident, [])
+            ]
             onset = onsets.get(incident) or next(
-                (o for key in keys if (o := onsets.get(f"{key[2]}={key[3]}")) is not None), None
+                (o for g in groups if (o := onsets.get(g)) is not None), None
             )
             text = incident_summary(incident, evaluation, values, onset, confidence=self.confidence)
             extra = {"incident_summary": text} | ({"onset": onset_text(onset)} if onset else {})
             for key in keys:
                 series = self._series[key]
-                annotations = {k: v for k, v in series.alert.annotations.items() if k not in _INCIDENT_NOTES}
-                series.alert = replace(series.alert, annotations=annotations | extra)
+                series.alert = replace(series.alert, annotations=_noted(series.alert.annotations, extra))
+            for i in gone.get(incident, []):
+                out[i] = replace(out[i], annotations=_noted(out[i].annotations, extra, keep=onset is None))
+        return out
 
     def _fire_if_due(self, series: _Series, now: datetime) -> None:
         if now - series.alert.active_since >= self.for_:
@@ -374,6 +389,13 @@ def alert_summary(value: MetricValue, *, model: str, window: str, confidence: fl
 
 
 _INCIDENT_NOTES = ("incident_summary", "onset")
+
+
+def _noted(annotations: Mapping[str, str], notes: Mapping[str, str], *, keep: bool = False) -> dict[str, str]:
+    """``annotations`` with the incident's ``notes`` in place of their older ones (``keep``: an older
+    onset stays where none is given now)."""
+    dropped = [k for k in _INCIDENT_NOTES if not (keep and k == "onset")]
+    return {k: v for k, v in annotations.items() if k not in dropped} | dict(notes)
 
 
 def incident_summary(

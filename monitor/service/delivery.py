@@ -133,8 +133,13 @@ class _Outbox:
         try:
             self.notifier.send(firing, resolved, now)
         except Exception as exc:  # a sink's bug must not end its sender thread either
-            with self._wake:
-                self._put_back(resolved)  # kept for the next attempt, unless firing again
+            undelivered = exc.undelivered if isinstance(exc, AlertDeliveryError) else None
+            with self._wake:  # kept for the next attempt, unless firing again: those not delivered
+                self._put_back(
+                    resolved
+                    if undelivered is None
+                    else [a for a in resolved if any(a is u for u in undelivered)]
+                )
                 self._failures += 1
             if not self._failing:  # one line per failure streak
                 detail = exc if isinstance(exc, AlertDeliveryError) else repr(exc)

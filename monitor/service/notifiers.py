@@ -188,6 +188,7 @@ class WebhookNotifier:
             for a in alerts:
                 group = (a.labels.get("model", ""), a.labels.get("incident", ""))
                 groups.setdefault(group, []).append(self._alert(a, status, ends_at))
+        failed: list[tuple[tuple[str, str], AlertDeliveryError]] = []
         for (model, incident), members in groups.items():
             payload: WebhookPayload = {
                 "version": "1",
@@ -198,7 +199,18 @@ class WebhookNotifier:
                 "commonAnnotations": _common([m["annotations"] for m in members]),
                 "alerts": members,
             }
-            self._endpoint.post_json(payload, timeout=self.timeout_seconds, sink=self.name)
+            try:  # each incident on its own: one the receiver refuses holds no other back
+                self._endpoint.post_json(payload, timeout=self.timeout_seconds, sink=self.name)
+            except AlertDeliveryError as exc:
+                failed.append(((model, incident), exc))
+        if failed:
+            lost = {group for group, _ in failed}
+            undelivered = tuple(
+                a for a in resolved if (a.labels.get("model", ""), a.labels.get("incident", "")) in lost
+            )
+            first = failed[0][1]
+            more = f" (and {len(failed) - 1} more incident(s))" if len(failed) > 1 else ""
+            raise AlertDeliveryError(f"{first}{more}", undelivered=undelivered) from first
 
     def _alert(self, alert: ActiveAlert, status: str, ends_at: str) -> WebhookAlert:
         return {

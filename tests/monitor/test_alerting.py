@@ -324,6 +324,30 @@ def test_a_group_crossing_after_its_intersection_joins_the_incident_the_intersec
     assert {a.labels["group"]: a.labels["incident"] for a in other.firing}["White"] == "race=White"
 
 
+def test_an_alert_resolving_carries_its_incidents_current_account(clock: FakeClock) -> None:
+    """A review: the resolving alert kept the last evaluation's incident_summary, so the notification
+    of its incident (firing and resolved together) had no common annotation."""
+    t = tracker(for_=timedelta(0))
+    di = replace(value("violation"), attribute="race", group="Black")
+    spd = replace(
+        di,
+        metric="statistical_parity_difference",
+        value=-0.2,
+        ci_lower=-0.25,
+        ci_upper=-0.15,
+        fair_min=-0.1,
+        fair_max=0.1,
+    )
+    t.update(evaluation(di, spd), clock.now())
+    later = t.update(
+        evaluation(di, replace(spd, state="ok", value=0.0, ci_lower=-0.05, ci_upper=0.05)), clock.now() + STEP
+    )
+    (firing,), (resolved,) = later.firing, later.resolved
+    assert resolved.labels["metric"] == "statistical_parity_difference"
+    assert resolved.annotations["incident_summary"] == firing.annotations["incident_summary"]
+    assert "1 value out of its fair range" in firing.annotations["incident_summary"]
+
+
 def test_summary_says_value_interval_fair_range_and_group_size(clock: FakeClock) -> None:
     (update,) = run(tracker(for_=timedelta(0)), clock, "violation")
     summary = update.firing[0].annotations["summary"]
