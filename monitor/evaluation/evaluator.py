@@ -51,16 +51,19 @@ from monitor.evaluation.nowcast import (
     soft_labelled,
     widened,
 )
-from monitor.evaluation.onset import Cut
+from monitor.evaluation.onset import Segments
 from monitor.evaluation.results import GroupStats, ModelEvaluation, WindowResult, Words
 from monitor.reading.frame import (
+    BIN,
     WEIGHT_SQUARES,
     WindowMasks,
     clean_rows,
     columns_for_frame,
     count_rows,
     effective_sample,
+    group_columns,
     labeled,
+    per_bin,
     row_counts,
     task_data,
     weights,
@@ -222,38 +225,34 @@ class Evaluator:
             **self._fleet(now),
         )
 
-    def cuts(
+    def segments(
         self, start: datetime, end: datetime, step: timedelta, *, attribute: str, group: str, metric: str
-    ) -> list[Cut]:
-        """``metric`` of ``attribute=group`` on either side of every ``step`` in ``[start, end)`` (the
-        candidate changes of :func:`~monitor.evaluation.onset.change_point`): one read of the span, with
-        a 0/1 column per step where counted; each side judged on its own, at a fixed, unadjusted level."""
+    ) -> Segments:
+        """``metric`` of ``attribute=group`` on any run of ``step``-long bins of ``[start, end)`` (what
+        :func:`~monitor.evaluation.onset.onset` searches): one read of the span, with a 0/1 column per
+        bin where counted, its rows then counted per bin (scores to 4 decimals: an onset's estimate,
+        not a judged value); each run judged on its own at a fixed, unadjusted level, once."""
         edges = [start]
         while edges[-1] + step < end:
             edges.append(edges[-1] + step)
         edges.append(end)
-        steps = tuple(itertools.pairwise(edges))
-        if len(steps) < 2:
-            return []
-        read = self.plan.read(steps, start, end, None)
+        bins = tuple(itertools.pairwise(edges))
+        read = self.plan.read(bins, start, end, None)
         model = columns_for_frame(self.model, read.batch.frame)
         frame, _ = clean_rows(read.batch.frame, model, counted=read.batch.counted)
+        within = WindowMasks(frame, bins if read.batch.counted else None)
         groups = [g for g in self.model.groups if g.attribute == attribute]
-        within = WindowMasks(frame, steps if read.batch.counted else None)
-        inside = np.cumsum([within(a, b) for a, b in steps], axis=0)  # rows before each step's end
+        frame = per_bin(frame, [within(a, b) for a, b in bins], [c for g in groups for c in group_columns(g)])
         fixed: dict[str, Any] = {"adjust": "none", "method": "fixed"}
 
-        def value(rows: pd.DataFrame) -> mc.MetricValue | None:
+        @functools.cache
+        def value(i: int, j: int) -> mc.MetricValue | None:
+            rows = frame.loc[(frame[BIN] >= i) & (frame[BIN] < j)]
             attrs = self._attributes(rows, read.batch.flagged, groups)
             report, _ = self._compute(rows, [metric], 1, model, read.batch.flagged, attrs=attrs, **fixed)
             return next((v for v in report.values if v.group == group and v.attribute == attribute), None)
 
-        cuts = []
-        for i, (at, _) in enumerate(steps[1:]):
-            before, after = value(frame.loc[inside[i] > 0]), value(frame.loc[(inside[-1] - inside[i]) > 0])
-            if before is not None and after is not None:
-                cuts.append(Cut(at, before, after))
-        return cuts
+        return Segments(tuple(edges), value, metric)
 
     def _fleet(self, now: datetime) -> dict[str, Any]:
         """A published source's publishers, when each last published, and which are silent."""
@@ -349,6 +348,7 @@ class Evaluator:
             estimates=tuple(estimates),
             calibration=tuple(calibration),
             rates=tuple(rates),
+            needs_labels=any("y_true" in s.requires for s in specs),
         )
 
     def _nowcast(

@@ -4,30 +4,37 @@ A window judged in violation says *that* a group is treated unfairly, not *since
 crosses its fair range hours after the change, and the first evaluation in violation is when the
 service noticed, not when the model changed. The onset is estimated instead from the rows:
 
-- the search span, ``[start, end)``, is cut at every ``step`` (the panes' size: an hour by default);
-- at each cut ``t`` the metric is computed, by the engine, on the rows before it, ``[start, t)``, and
-  on the rows after it, ``[t, end)`` - the group's and its reference's counts on either side;
-- the change is where the two sides differ most surely: the cut maximising
-  ``W(t) = (after - before)^2 / (se_before^2 + se_after^2)``, each side's standard error read from its
-  unadjusted interval (``(upper - lower) / 2z``). For a shift in the mean of normal observations
-  ``W(t) / 2`` is the log likelihood ratio of a change at ``t`` against none (Hinkley 1970; the
-  binary-segmentation statistic of Scott & Knott 1974), so
+- the search span is cut into bins of ``step`` (the panes' size: an hour by default); the metric can be
+  computed, by the engine, on the rows of any run of bins (:class:`Segments`);
+- a *change* in ``[lo, hi)`` is the cut ``t`` where the metric on ``[lo, t)`` and on ``[t, hi)`` differ
+  most surely: the cut maximising ``W(t) = (after - before)^2 / (se_before^2 + se_after^2)``, each
+  side's standard error read from its unadjusted interval (``(upper - lower) / 2z``). For a shift in
+  the mean of normal observations ``W(t) / 2`` is the log likelihood ratio of a change at ``t`` against
+  none (Hinkley 1970);
+- only a change in the incident's direction counts (towards the side of the fair range the value left
+  by), and only if it is surely one: ``max W`` at least :data:`CRITICAL`, the 95% point of ``max W`` over
+  up to 96 cuts of rows without any change (simulated: ``max`` over the cuts of a squared standardized
+  Brownian bridge; Andrews 1993 tabulates 8.85 for the central 70% of a span). A bias that began before
+  the span, with no change inside it, has no onset: none is claimed;
+- the search is repeated on the rows before the change found (binary segmentation, Vostrikova 1981)
+  while a change in the same direction is found there: a step gives one change, a gradual drift a
+  few, and the onset is the earliest - "a gradual change in 3 steps from 09:00 to 17:00";
 - its uncertainty is the likelihood's: with a flat prior over the cuts, ``P(t) ~ exp(W(t) / 2)``, and the
-  interval is the smallest run of cuts around the estimate holding ``level`` of it.
+  interval is the smallest run of cuts around the estimate holding ``level`` of it, widened by a step
+  on either side (a change between two cuts is placed at one of them).
 
-A change found at the first or last cut may lie beyond the span: ``bounded`` says so. No cut with both
-sides judged (each side at least ``min_samples``, both values defined) gives no onset: ``None``.
-
-Pure: the values at the cuts in, the onset out; :meth:`monitor.evaluation.evaluator.Evaluator.cuts`
-reads and computes them.
+A change at the first judged cut of the span may have begun earlier; ``beyond`` says so. Pure: values
+in, onset out; :meth:`monitor.evaluation.evaluator.Evaluator.segments` reads the span and computes them.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Literal
 
 import numpy as np
 
@@ -35,7 +42,11 @@ from metrics_core import MetricValue
 from monitor.core.text import number
 from monitor.core.times import format_duration
 
-__all__ = ["Cut", "Onset", "change_point", "onset_text"]
+__all__ = ["CRITICAL", "Cut", "Onset", "Segments", "change_point", "onset", "onset_text"]
+
+#: The 95% point of max W over up to 96 cuts when nothing changed (``tests/monitor/test_onset.py``
+#: simulates it: 9.31 at 96 cuts, 8.68 at 48, 8.08 at 24): a smaller maximum is no change.
+CRITICAL = 9.5
 
 
 @dataclass(frozen=True)
@@ -48,6 +59,16 @@ class Cut:
 
 
 @dataclass(frozen=True)
+class Segments:
+    """A span cut into bins: ``times`` their edges (one more than bins), ``value(i, j)`` the metric on
+    the rows of bins ``i`` to ``j - 1`` (``None``: not computed)."""
+
+    times: Sequence[datetime]
+    value: Callable[[int, int], MetricValue | None]
+    metric: str = ""
+
+
+@dataclass(frozen=True)
 class Onset:
     """The estimated start of a change, and the interval of cuts holding ``level`` of its likelihood."""
 
@@ -55,11 +76,13 @@ class Onset:
     earliest: datetime
     latest: datetime
     level: float
-    before: float  # the metric before the change and after it
+    before: float  # the metric before the change and after it (after its last step)
     after: float
-    bounded: bool  # the estimate is the first or last cut: the change may lie beyond the span searched
+    beyond: Literal["", "before"] = ""  # "before": found at the span's first cut, it may have begun earlier
     step: timedelta = timedelta(0)  # the cuts' spacing: no estimate is finer
     metric: str = ""  # what the cuts compared
+    steps: int = 1  # a gradual change: how many steps the search found
+    until: datetime | None = None  # ... and when the last one was
 
     @property
     def bounds(self) -> tuple[datetime, datetime]:
@@ -74,14 +97,73 @@ class Onset:
         return max(self.at - low, high - self.at)
 
 
-def change_point(cuts: Sequence[Cut], *, z: float, level: float = 0.95) -> Onset | None:
+def onset(
+    segments: Segments,
+    *,
+    z: float,
+    level: float = 0.95,
+    direction: int = 0,
+    critical: float = CRITICAL,
+    most_steps: int = 8,
+) -> Onset | None:
+    """The earliest change in ``segments`` in ``direction`` (+1: the metric rose, -1: it fell, 0:
+    either), by binary segmentation towards the span's start; ``None``: no sure change."""
+    times, n = segments.times, len(segments.times) - 1
+
+    def search(hi: int) -> tuple[Onset, int] | None:
+        cuts = [
+            (k, before, after)
+            for k in range(1, hi)
+            if (before := segments.value(0, k)) is not None and (after := segments.value(k, hi)) is not None
+        ]
+        found = change_point(
+            [Cut(times[k], b, a) for k, b, a in cuts],
+            z=z,
+            level=level,
+            direction=direction,
+            critical=critical,
+        )
+        if found is None:
+            return None
+        return found, next(k for k, _, _ in cuts if times[k] == found.at)
+
+    last = search(n)
+    if last is None:
+        return None
+    first, steps = last, 1
+    while steps < most_steps and (earlier := search(first[1])) is not None:
+        first, steps = earlier, steps + 1
+    found = first[0]
+    return dataclasses.replace(
+        found,
+        after=last[0].after,
+        step=times[1] - times[0] if n > 0 else timedelta(0),
+        metric=segments.metric,
+        steps=steps,
+        until=last[0].at if steps > 1 else None,
+    )
+
+
+def change_point(
+    cuts: Sequence[Cut], *, z: float, level: float = 0.95, direction: int = 0, critical: float = 0.0
+) -> Onset | None:
     """The most likely change among ``cuts`` (in time order), its interval at ``level``; ``z``: the
-    normal quantile of the cuts' intervals (their level's)."""
+    normal quantile of the cuts' intervals (their level's). Only changes in ``direction`` (its sign;
+    0: either) count, and none whose ``W`` stays below ``critical``."""
     if not 0 < level < 1:
         raise ValueError(f"level must be between 0 and 1 (exclusive), got {level}")
     stats = np.array([_statistic(c, z) for c in cuts], dtype=np.float64)
+    if direction:
+        turned = np.array(
+            [
+                math.copysign(1.0, c.after.value - c.before.value) != math.copysign(1.0, direction)
+                for c in cuts
+            ],
+            dtype=bool,
+        )
+        stats[turned] = np.nan
     judged = np.isfinite(stats)
-    if not judged.any():
+    if not judged.any() or float(np.nanmax(stats)) < critical:
         return None
     log_likelihood = np.where(judged, stats / 2, -np.inf)
     weights = np.exp(log_likelihood - log_likelihood.max())
@@ -98,7 +180,7 @@ def change_point(cuts: Sequence[Cut], *, z: float, level: float = 0.95) -> Onset
         else:
             hi += 1
             held += right
-    first, last = int(np.flatnonzero(judged)[0]), int(np.flatnonzero(judged)[-1])
+    first = int(np.flatnonzero(judged)[0])
     return Onset(
         at=cuts[best].at,
         earliest=cuts[lo].at,
@@ -106,7 +188,7 @@ def change_point(cuts: Sequence[Cut], *, z: float, level: float = 0.95) -> Onset
         level=level,
         before=cuts[best].before.value,
         after=cuts[best].after.value,
-        bounded=best in (first, last),
+        beyond="before" if best == first else "",
     )
 
 
@@ -126,17 +208,27 @@ def onset_text(onset: Onset) -> str:
 
     >>> from datetime import UTC
     >>> t = datetime(2026, 3, 2, tzinfo=UTC)
-    >>> onset_text(Onset(t, t, t, 0.95, 0.99, 0.67, False, timedelta(hours=1), "disparate_impact"))
+    >>> onset_text(Onset(t, t, t, 0.95, 0.99, 0.67, step=timedelta(hours=1), metric="disparate_impact"))
     'about 2026-03-02 00:00 UTC ± 1h (its disparate_impact changed from 0.99 to 0.67; a change point in the log, 95% between 2026-03-01 23:00 and 2026-03-02 01:00)'
     """
-    earlier = " or earlier" if onset.bounded and onset.at == onset.earliest else ""
+    earlier = " or earlier" if onset.beyond == "before" else ""
     low, high = onset.bounds
+    changed = f"its {onset.metric or 'value'} changed from {number(onset.before)} to {number(onset.after)}"
+    where = f"{number(100 * onset.level)}% between {low.strftime(_MINUTE)} and {_short(high, low)}"
+    if onset.steps > 1 and onset.until is not None:  # a drift starts before it is first sure
+        return (
+            f"gradually, from about {onset.at.strftime(_MINUTE)} UTC or earlier ({changed} in {onset.steps} "
+            f"steps until {_short(onset.until, onset.at)}; its first sure step {where}, and a drift begins "
+            "before it is sure)"
+        )
     return (
         f"about {onset.at.strftime(_MINUTE)} UTC ± {format_duration(onset.uncertainty)}{earlier} "
-        f"(its {onset.metric or 'value'} changed from {number(onset.before)} to {number(onset.after)}; "
-        f"a change point in the log, {number(100 * onset.level)}% between {low.strftime(_MINUTE)} and "
-        f"{high.strftime('%H:%M' if high.date() == low.date() else _MINUTE)})"
+        f"({changed}; a change point in the log, {where})"
     )
+
+
+def _short(t: datetime, since: datetime) -> str:
+    return t.strftime("%H:%M" if t.date() == since.date() else _MINUTE)
 
 
 _MINUTE = "%Y-%m-%d %H:%M"

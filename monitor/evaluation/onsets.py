@@ -1,15 +1,17 @@
 """Each incident's onset, read from its model's log: which value to estimate it on, over which span.
 
-:mod:`.onset` estimates a change point from the metric on either side of each cut; this module picks,
-per incident (:mod:`.incidents`), what to cut and where:
+:mod:`.onset` estimates the change from the metric on runs of bins of the span; this module picks, per
+incident (:mod:`.incidents`), what to cut and where:
 
 - the value: the incident's strongest of its own population (``race=Black`` rather than an
   intersection that joined it), in its window;
 - the span: from two window lengths before the run of violations began (``Incident.since``, or the
   evaluation itself) to the window's end - the label window's, for a metric that needs labels, whose
   rows after it have none yet;
-- the cuts: every pane (``panes.size``, an hour by default), at most :data:`MOST_CUTS` of them (a
-  longer span is cut at a multiple of the pane).
+- the bins: every pane (``panes.size``, an hour by default), at most :data:`MOST_CUTS` of them (a
+  longer span is cut at a multiple of the pane: a 7-day window's 21-day span every 6 hours);
+- the direction: the side of the fair range the value left by (a disparate impact below 0.8 searches
+  for a fall).
 
 A source that fails leaves the incident without an onset (logged), never the evaluation without its
 incidents.
@@ -26,7 +28,7 @@ from statistics import NormalDist
 import metrics_core as mc
 from monitor.evaluation.evaluator import Evaluator
 from monitor.evaluation.incidents import Incident
-from monitor.evaluation.onset import Onset, change_point
+from monitor.evaluation.onset import Onset, onset
 from monitor.evaluation.results import ModelEvaluation
 
 __all__ = ["MOST_CUTS", "onset_of", "with_onsets"]
@@ -67,15 +69,13 @@ def onset_of(evaluator: Evaluator, incident: Incident, evaluation: ModelEvaluati
     start -= (evaluation.evaluated_at - since) + 2 * (end - start)
     pane = evaluator.model.panes.size
     step = pane * max(1, math.ceil((end - start) / pane / MOST_CUTS))
+    v = finding.value
+    # the direction the value left its fair range by: the change searched for moved it that way
+    direction = -1 if v.value < v.fair_min else 1 if v.value > v.fair_max else 0
     try:
-        cuts = evaluator.cuts(
-            start,
-            end,
-            step,
-            attribute=finding.value.attribute,
-            group=finding.value.group,
-            metric=finding.value.metric,
-        )
+        segments = evaluator.segments(start, end, step, attribute=v.attribute, group=v.group, metric=v.metric)
+        z = NormalDist().inv_cdf(0.5 + evaluator.confidence / 2)
+        return onset(segments, z=z, level=evaluator.confidence, direction=direction)
     except Exception as exc:  # an estimate the incident can do without: said, not raised
         log.warning(
             "model %s: the onset of incident %s=%s could not be estimated: %s: %s",
@@ -86,6 +86,3 @@ def onset_of(evaluator: Evaluator, incident: Incident, evaluation: ModelEvaluati
             exc,
         )
         return None
-    z = NormalDist().inv_cdf(0.5 + evaluator.confidence / 2)
-    onset = change_point(cuts, z=z, level=evaluator.confidence)
-    return None if onset is None else dataclasses.replace(onset, step=step, metric=finding.value.metric)

@@ -60,6 +60,7 @@ class WindowResult:
     # impact, true_positive_rate for equal opportunity) where it is not a configured metric: what plain
     # words quote ("40% vs 59%"), never exported (:mod:`monitor.evaluation.wording`)
     rates: tuple[MetricValue, ...] = ()
+    needs_labels: bool = True  # a metric of the model needs labels (False: it logs decisions only)
 
     @property
     def label_coverage(self) -> float:

@@ -45,7 +45,8 @@ class Runner:
         self.evaluators = dict(evaluators)
         self.log_alerts = log_alerts  # alerts.log: the pending / cleared lines too, not only firing ones
         self.tracker = tracker
-        self.onsets = onsets if onsets is not None else Onsets()  # each incident's, read from the log once
+        # each incident's onset, read from the log once, on a worker of its own
+        self.onsets = onsets if onsets is not None else Onsets()
         self.clock = clock
         self._lock = threading.Lock()  # two models' jobs may finish at once: one snapshot writer
         self._subscribers: list[Callable[[Snapshot], None]] = []
@@ -164,8 +165,9 @@ class Runner:
             )
 
     def close(self, timeout: float = 10.0) -> None:
-        """Give queued alerts one last bounded attempt and stop the senders."""
+        """Give queued alerts one last bounded attempt and stop the senders (and the onsets' worker)."""
         self.delivery.stop(timeout)
+        self.onsets.close()
 
     def _swap(self, changed: Mapping[str, ModelStatus]) -> None:
         models = dict(self._snapshot.models)

@@ -15,7 +15,7 @@ import pytest
 from scipy.stats import norm
 
 from metrics_core import MetricValue
-from monitor.evaluation.onset import Cut, Onset, change_point, onset_text
+from monitor.evaluation.onset import CRITICAL, Cut, Onset, Segments, change_point, onset, onset_text
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 HOUR = timedelta(hours=1)
@@ -60,7 +60,7 @@ def test_the_change_is_where_a_binomial_likelihood_scan_puts_it(seed: int) -> No
     assert found is not None
     assert found.at == T0 + _binomial_scan(k, n) * HOUR
     assert abs(found.at - (T0 + onset * HOUR)) <= 2 * HOUR
-    assert found.earliest <= found.at <= found.latest and not found.bounded
+    assert found.earliest <= found.at <= found.latest and found.beyond == ""
 
 
 def test_its_interval_holds_the_level_of_the_likelihood_and_is_wider_for_a_fainter_change() -> None:
@@ -104,16 +104,81 @@ def test_no_judged_cut_is_no_onset_and_a_change_at_the_edge_is_bounded() -> None
         for i, (k, n) in enumerate([(20, 100), (110, 200), (175, 300), (236, 400)], start=1)
     ]
     edge = change_point(cuts, z=Z)
-    assert edge is not None and edge.at == T0 + HOUR and edge.bounded
+    assert edge is not None and edge.at == T0 + HOUR and edge.beyond == "before"
 
 
 def test_the_onset_reads_as_a_time_with_its_uncertainty() -> None:
     t = datetime(2026, 3, 2, 1, tzinfo=UTC)
-    onset = Onset(t, t - HOUR, t + 2 * HOUR, 0.95, 0.99, 0.67, False, HOUR, "disparate_impact")
+    onset = Onset(t, t - HOUR, t + 2 * HOUR, 0.95, 0.99, 0.67, step=HOUR, metric="disparate_impact")
     assert onset.bounds == (t - 2 * HOUR, t + 3 * HOUR)  # the interval's cuts, a step wider each side
     assert onset.uncertainty == 3 * HOUR  # the farther side
     assert onset_text(onset).startswith(
         "about 2026-03-02 01:00 UTC ± 3h (its disparate_impact changed from 0.99 to 0.67"
     )
     assert onset_text(onset).endswith("95% between 2026-03-01 23:00 and 2026-03-02 04:00)")
-    assert Onset(t, t, t, 0.95, 1, 0.5, False, HOUR).uncertainty == HOUR  # never finer than the cuts
+    assert Onset(t, t, t, 0.95, 1, 0.5, step=HOUR).uncertainty == HOUR  # never finer than the cuts
+
+
+def _segments(k: np.ndarray, n: np.ndarray) -> Segments:
+    """Hourly binomial counts as segments: the rate of any run of hours, with its Wald interval."""
+    times = [T0 + i * HOUR for i in range(len(k) + 1)]
+    return Segments(times, lambda i, j: _rate(k[i:j].sum(), n[i:j].sum()), "selection_rate")
+
+
+def test_the_critical_value_is_the_95_percent_point_of_max_w_without_a_change() -> None:
+    """CRITICAL by simulation: max over 95 cuts of W for 96 hours of normal noise (its 95% point is
+    about 9.3; the constant is rounded up)."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((20_000, 96))
+    c, k = np.cumsum(x, axis=1), np.arange(1, 96)
+    before, after = c[:, :-1] / k, (c[:, -1:] - c[:, :-1]) / (96 - k)
+    w = (after - before) ** 2 / (1 / k + 1 / (96 - k))
+    point = float(np.quantile(w.max(axis=1), 0.95))
+    assert 9.0 < point < CRITICAL
+
+
+def test_no_change_claims_no_onset_in_about_95_percent_of_spans() -> None:
+    """Rows without any change (a bias older than the span looks like this): an onset is claimed in
+    at most about 5% of 300 spans, in either direction."""
+    rng = np.random.default_rng(3)
+    claimed = 0
+    for _ in range(300):
+        n = rng.poisson(250, 72).astype(float)
+        k = rng.binomial(n.astype(int), 0.4).astype(float)
+        claimed += onset(_segments(k, n), z=Z, direction=-1) is not None
+    assert claimed / 300 <= 0.06
+
+
+def test_only_a_change_in_the_incidents_direction_counts() -> None:
+    n = np.full(48, 250.0)
+    k = np.where(np.arange(48) < 24, 0.4, 0.55) * n  # the rate rose
+    assert onset(_segments(k, n), z=Z, direction=-1) is None  # the incident is of a fall
+    rose = onset(_segments(k, n), z=Z, direction=1)
+    assert rose is not None and rose.at == T0 + 24 * HOUR and rose.steps == 1
+
+
+def test_a_gradual_drift_starts_at_its_first_step_not_its_middle() -> None:
+    """A review: a linear fall from hour 24 to 48 was placed at 35h with an interval excluding its
+    start. Binary segmentation finds the steps and the onset is the earliest."""
+    rng = np.random.default_rng(11)
+    hours = np.arange(72)
+    rate = 0.59 - 0.19 * np.clip((hours - 24) / 24, 0, 1)
+    n = rng.poisson(250, 72).astype(float)
+    k = rng.binomial(n.astype(int), rate).astype(float)
+    found = onset(_segments(k, n), z=Z, direction=-1)
+    assert found is not None and found.steps > 1 and found.until is not None
+    single = change_point(
+        [
+            Cut(T0 + i * HOUR, _rate(k[:i].sum(), n[:i].sum()), _rate(k[i:].sum(), n[i:].sum()))
+            for i in range(1, 72)
+        ],
+        z=Z,
+        direction=-1,
+    )
+    assert single is not None and found.at < single.at  # earlier than the one-step estimate
+    assert abs(found.at - (T0 + 24 * HOUR)) <= 6 * HOUR
+    said = onset_text(found)
+    assert (
+        said.startswith(f"gradually, from about {found.at:%Y-%m-%d %H:%M} UTC or earlier (")
+        and " steps until " in said
+    )

@@ -20,7 +20,7 @@ from html import escape
 
 import numpy as np
 
-from metrics_core import REGISTRY, STATES, MetricSpec, MetricValue, get_metric
+from metrics_core import STATES, MetricSpec, MetricValue, get_metric
 from monitor.core.text import fair_range_text, number, state_reason
 from monitor.evaluation.incidents import Finding, Incident
 from monitor.evaluation.onset import onset_text
@@ -213,13 +213,10 @@ def window_view(window: WindowResult, series: Sequence[Series], *, model: str, m
     """One window of ``model``: summary, table, a card per judged metric, the rest folded."""
     values = list(window.values)
     judged, info = _judged(values)
-    labelled = window.n_labeled or any(
-        (spec := REGISTRY.get(v.metric)) is not None and "y_true" in spec.requires for v in values
-    )
     labels = (
         f"labels {seconds(window.label_start)} to {seconds(window.label_end)}, {window.n_labeled:,} labelled "
         f"({number(100 * window.label_coverage)}%)"
-        if labelled
+        if window.needs_labels or window.n_labeled
         else "no metric needs labels"  # a model that logs decisions only: nothing is missing
     )
     header = (
