@@ -72,7 +72,7 @@ def main() -> None:
                 phone = browser.new_page(viewport={"width": 390, "height": 844}, device_scale_factor=2)
                 phone.goto(f"http://127.0.0.1:{port}/?model=toxicity&window=1h")
                 page.wait_for_timeout(500)
-                phone.locator("#m-1h-bpsn_auc").scroll_into_view_if_needed()
+                phone.locator("#m-toxicity-1h-bpsn_auc").scroll_into_view_if_needed()
                 phone.screenshot(path=out / "live-view-phone.png")
                 browser.close()
         finally:

@@ -6,8 +6,8 @@ incident (:mod:`.incidents`), what to cut and where:
 - the value: the incident's strongest of its own population (``race=Black`` rather than an
   intersection that joined it), in its window;
 - the span: from two window lengths before the run of violations began (``Incident.since``, or the
-  evaluation itself) to the window's end - the label window's, for a metric that needs labels, whose
-  rows after it have none yet;
+  evaluation itself), and at least a day, to the window's end - the label window's, for a metric that
+  needs labels, whose rows after it have none yet;
 - the bins: every pane (``panes.size``, an hour by default), at most :data:`MOST_CUTS` of them (a
   longer span is cut at a multiple of the pane: a 7-day window's 21-day span every 6 hours);
 - the direction: the side of the fair range the value left by (a disparate impact below 0.8 searches
@@ -23,6 +23,7 @@ import dataclasses
 import logging
 import math
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
 from statistics import NormalDist
 
 import metrics_core as mc
@@ -34,6 +35,11 @@ from monitor.evaluation.results import ModelEvaluation
 __all__ = ["MOST_CUTS", "onset_of", "with_onsets"]
 
 log = logging.getLogger(__name__)
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+#: The span reaches back at least this far: a day of hourly panes.
+LEAST_SPAN = timedelta(days=1)
 
 #: At most this many cuts per search: 4 days of hourly panes.
 MOST_CUTS = 96
@@ -67,7 +73,9 @@ def onset_of(evaluator: Evaluator, incident: Incident, evaluation: ModelEvaluati
     start, end = (window.label_start, window.label_end) if labels else (window.start, window.end)
     since = finding.since or evaluation.evaluated_at
     start -= (evaluation.evaluated_at - since) + 2 * (end - start)
+    start = min(start, end - LEAST_SPAN)  # a short window's bias may be older than three of them
     pane = evaluator.model.panes.size
+    start = _EPOCH + (start - _EPOCH) // pane * pane  # cut at whole panes: 09:00, not 08:27
     step = pane * max(1, math.ceil((end - start) / pane / MOST_CUTS))
     v = finding.value
     # the direction the value left its fair range by: the change searched for moved it that way

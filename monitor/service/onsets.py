@@ -9,7 +9,9 @@ the live view say "began about ... ± ...".
 The estimate reads and recomputes the span (about 4 s for three incidents of a 1-day window over 100 k
 rows a day, 7 s for a 7-day window's 21 days): it runs on a worker thread of its own, one incident
 at a time, never in an evaluation. The alerts start without it and carry it from the evaluation after it
-is ready. An incident whose onset cannot be estimated is not tried again while it lasts.
+is ready. An incident whose onset cannot be estimated yet - just begun, too few rows after the change
+to place it surely - is tried again once a pane (``panes.size``) of the model's time has passed; one
+found is kept while the incident lasts.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import logging
 import queue
 import threading
 from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from datetime import datetime
 from types import MappingProxyType
 
 from monitor.evaluation.evaluator import Evaluator
@@ -33,13 +37,20 @@ log = logging.getLogger(__name__)
 _PENDING = object()  # queued or being estimated
 
 
+@dataclass(frozen=True)
+class _Tried:
+    """An onset not found at ``at`` (the evaluation's time): tried again a pane later."""
+
+    at: datetime
+
+
 class Onsets:
     """Each model's incidents' onsets, by population (``race=Black``: the ``incident`` label).
 
     ``background=False`` estimates in the caller's thread (tests, one-off runs)."""
 
     def __init__(self, *, background: bool = True) -> None:
-        self._known: dict[str, dict[str, Onset | object | None]] = {}
+        self._known: dict[str, dict[str, Onset | _Tried | object]] = {}
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
         self._queue: queue.SimpleQueue[tuple[Evaluator, Incident, ModelEvaluation] | None] = (
@@ -53,11 +64,15 @@ class Onsets:
         """The onsets of the model's incidents known now; those new in ``evaluation`` are estimated
         (on the worker: known from a later call)."""
         model = evaluation.model
+        again = evaluator.model.panes.size
         for incident in incidents([evaluation]):
             population = f"{incident.attribute}={incident.group}"
             with self._lock:
                 known = self._known.setdefault(model, {})
-                if population in known:
+                tried = known.get(population)
+                if population in known and not (
+                    isinstance(tried, _Tried) and evaluation.evaluated_at - tried.at >= again
+                ):
                     continue
                 known[population] = _PENDING
                 self._busy += 1
@@ -112,6 +127,6 @@ class Onsets:
             with self._idle:
                 known = self._known.get(evaluation.model, {})
                 if known.get(population) is _PENDING:
-                    known[population] = found
+                    known[population] = found if found is not None else _Tried(evaluation.evaluated_at)
                 self._busy -= 1
                 self._idle.notify_all()

@@ -12,6 +12,7 @@ import re
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -241,3 +242,30 @@ def test_the_service_says_when_the_loan_bias_began_in_its_alerts_page_and_webhoo
     html = incidents_view(incidents([evaluation]), alerts, evaluation)
     assert html.count('<li class="incident">') == 1 and f"began {onset}" in html.replace("&amp;", "&")
     assert '<span class="plain">The approval rate of Black applicants was ' in html
+
+
+def test_an_onset_not_found_yet_is_tried_again_a_pane_later(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At an incident's first evaluation the rows after the change may be too few to place it: the
+    demo's onset was never shown (a look at the page). It is tried again a pane later, then kept."""
+    from types import SimpleNamespace
+
+    import monitor.service.onsets as onsets_module
+    from monitor.evaluation.onset import Onset
+    from monitor.service.onsets import Onsets
+
+    found = Onset(T0, T0, T0, 0.95, 1.0, 0.67, step=timedelta(hours=1), metric="disparate_impact")
+    answers = iter([None, found])
+    calls: list[datetime] = []
+
+    def estimate(evaluator: Any, incident: Any, evaluation: ModelEvaluation) -> Onset | None:
+        calls.append(evaluation.evaluated_at)
+        return next(answers)
+
+    monkeypatch.setattr(onsets_module, "onset_of", estimate)
+    evaluator: Any = SimpleNamespace(model=SimpleNamespace(panes=SimpleNamespace(size=timedelta(hours=1))))
+    onsets = Onsets(background=False)
+    bad = _value("race", "Black", "violation")
+    for minutes in (0, 30, 60, 90, 150):
+        known = onsets.estimate(evaluator, _evaluation(T0 + timedelta(minutes=minutes), bad))
+    assert calls == [T0, T0 + timedelta(minutes=60)]  # not at 30 (within a pane), found at 60, kept
+    assert known == {"race=Black": found}
