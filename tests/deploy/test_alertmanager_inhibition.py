@@ -148,3 +148,9 @@ def test_one_bias_is_one_notification(shipped_alertmanager: str, webhook_receive
         "Black&F",
     ]
     assert [a["labels"]["group"] for a in by_incident["race_sex=Asian&F"]["alerts"]] == ["Asian&F"]
+    # the incident's account is the same on its every alert: Alertmanager's common annotations carry it,
+    # what a notification template opens with ({{ .CommonAnnotations.incident_summary }})
+    summary = by_incident["race=Black"]["commonAnnotations"]["incident_summary"]
+    assert summary.startswith(
+        "race=Black in model loans (with race_sex=Black&F): 3 values out of their fair range"
+    )
