@@ -4,7 +4,7 @@ Every figure comes from this run with fixed seeds: exact binomial enumeration wh
 are counts, seeded simulation elsewhere. The previous interval methods (Katz, Newcombe's hybrid,
 DeLong's Wald interval) are computed beside the current ones in the same run.
 
-    .venv/bin/python benchmarks/calibration.py [--quick]
+    .venv/bin/python benchmarks/calibration.py [--quick] [--only TABLE]
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import argparse
 import math
 import os
 import time
+from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 from rich.console import Console
@@ -20,10 +21,17 @@ from rich.table import Table
 from scipy.stats import binom, norm
 
 import metrics_core as mc
+from metrics_core import recommender
 from metrics_core.binary.window import ConfusionWindow
+from metrics_core.engine.cells import cell_bootstrap
+from metrics_core.engine.groupwise import Resampling
+from metrics_core.recommender import kernels
+from metrics_core.recommender.specs import RecommenderWindow
 from metrics_core.stats.auc import auc_delong, auc_score_interval
 from metrics_core.stats.contrasts import contrast_interval
+from metrics_core.stats.distances import kl_divergence_counts, total_variation_counts
 from metrics_core.stats.intervals import normal_interval
+from metrics_core.stats.judge import DEFAULT_MIN_SAMPLES
 from metrics_core.stats.power import Plan, rows_needed
 from metrics_core.stats.score import _score
 from metrics_core.stats.sequences import bernoulli_sequence
@@ -334,19 +342,185 @@ def table_episodes(weeks: int) -> None:
     console.print(t)
 
 
+def _tv(p: np.ndarray, q: np.ndarray) -> float:
+    return 0.5 * float(np.abs(p - q).sum())
+
+
+def _kl(p: np.ndarray, q: np.ndarray) -> float:
+    return float(np.sum(p * np.log(p / q)))
+
+
+# metric: (true distance of two share vectors, fair range's upper bound, plug-in of two count vectors)
+EXPOSURE = {
+    "exposure_total_variation": (_tv, 0.1, total_variation_counts),
+    "exposure_kl_divergence": (_kl, 0.02, lambda a, b: kl_divergence_counts(a, b, smoothing=0.5)),
+}
+
+
+def exposure_shares(metric: str, n_items: int, truth: float, shape: str) -> tuple[np.ndarray, np.ndarray]:
+    """The group's and the reference's true exposure shares, ``truth`` apart by ``metric``.
+
+    Reference: Zipf(0.8) popularity over ``n_items``. Group, ``shape="spread"``: every item's share
+    tilted by ``exp(+-beta)`` (signs on a fixed random half of the items) - the case where the
+    plug-in's upward bias is largest; ``shape="10 items"``: the 5 most exposed items lose a share
+    ``x`` of their exposure to the next 5. ``beta`` or ``x`` bisected to hit ``truth``."""
+    distance = EXPOSURE[metric][0]
+    ref = 1 / np.arange(1, n_items + 1) ** 0.8
+    ref /= ref.sum()
+    sign = np.where(np.random.default_rng(99).random(n_items) < 0.5, 1.0, -1.0)
+
+    def moved(x: float) -> np.ndarray:
+        if shape == "spread":
+            g = ref * np.exp(x * sign)
+            return g / g.sum()
+        g = ref.copy()
+        g[:5] *= 1 - x
+        g[5:10] += x * ref[:5].sum() * ref[5:10] / ref[5:10].sum()
+        return g
+
+    lo, hi = 0.0, 5.0 if shape == "spread" else 1.0
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if distance(moved(mid), ref) < truth else (lo, mid)
+    return moved(lo), ref
+
+
+def _basic_before(metric: str, window: RecommenderWindow, g: dict, r: dict) -> tuple[float, float]:
+    """The interval before issue 22: the basic bootstrap of the plug-in, same users resampled, same seed."""
+    statistic = EXPOSURE[metric][2]
+
+    def cells(w: RecommenderWindow, g: dict, r: dict):
+        g_, r_ = (kernels.user_exposure(kernels.side_of(d), w.support_items) for d in (g, r))
+        return kernels.user_cells(g_, r_, statistic)
+
+    top = 1.0 if metric == "exposure_total_variation" else math.inf
+    return cell_bootstrap(cells, bounds=(0.0, top))(window, g, r, 0.95, Resampling(200, 0))
+
+
+def exposure_row(
+    metric: str, shape: str, n_items: int, users: int, truth: float, reps: int, seed: int
+) -> list[str]:
+    """One row of :func:`table_exposure`: ``reps`` windows drawn with ``seed``, judged before and now."""
+    distance, bound, _ = EXPOSURE[metric]
+    rng = np.random.default_rng(seed)
+    p_g, p_r = exposure_shares(metric, n_items, truth, shape)
+    true_value = distance(p_g, p_r)
+    user = np.repeat(np.arange(2 * users), 10)
+    side = np.where(user < users, "g", "r")
+    attr = mc.categorical_attribute("side", side, reference="r")
+    g_rows = side == "g"
+    violation, cover = [0, 0], [0, 0]
+    bias, support, insufficient = 0.0, 0.0, 0
+    for _ in range(reps):
+        item = np.concatenate(
+            [rng.choice(n_items, users * 10, p=p_g), rng.choice(n_items, users * 10, p=p_r)]
+        )
+        report = recommender.evaluate(
+            {"user": user, "item": item}, [attr], metrics=[metric], k=None, min_samples=1
+        )
+        v = report.get(metric, "g")
+        assert (v.state == "violation") == (v.ci_lower > bound)
+        window = RecommenderWindow(np.bincount(item, minlength=n_items) > 0, 0.5, None)
+        cols = {"user": user, "item": item, "_rec": np.ones(user.size, dtype=bool)}
+        before = _basic_before(
+            metric, window, {k: c[g_rows] for k, c in cols.items()}, {k: c[~g_rows] for k, c in cols.items()}
+        )
+        for i, (lo, hi) in enumerate((before, (v.ci_lower, v.ci_upper))):
+            violation[i] += bool(lo > bound)
+            cover[i] += bool(lo <= true_value <= hi)
+        bias += v.value - true_value
+        support += v.support
+        insufficient += v.support < DEFAULT_MIN_SAMPLES
+    return [
+        shape,
+        f"{n_items:,}",
+        f"{users:,}",
+        f"{true_value:.3g}",
+        f"{support / reps:.0f}",
+        f"{insufficient / reps:.0%}",
+        f"{bias / reps:+.4f}",
+        f"{violation[0] / reps:.1%} / {cover[0] / reps:.0%}",
+        f"{violation[1] / reps:.1%} / {cover[1] / reps:.0%}",
+    ]
+
+
+def exposure_rows(metric: str) -> list[tuple[str, int, int, float]]:
+    """The rows of :func:`table_exposure`: (difference, items, users per side, true value).
+
+    Beyond the bound, TV at 1.25 and 2 times its bound, KL at the squares of those factors
+    (KL ~ 2 TV^2 for small tilts, the Pinsker equality the fair ranges share: TV 0.2 <-> KL 0.08)."""
+    bound = EXPOSURE[metric][1]
+
+    def times(factor: float) -> float:
+        return bound * (factor if metric == "exposure_total_variation" else factor**2)
+
+    rows = [("spread", m, n, bound) for m in (200, 1000) for n in (200, 1700, 5000)]
+    rows += [("10 items", 200, n, bound) for n in (1700, 5000)]
+    rows += [("spread", 200, n, times(1.25)) for n in (1700, 5000)]
+    return rows + [("spread", m, 1700, times(2)) for m in (200, 1000)]
+
+
+def table_exposure(reps: int) -> None:
+    """Exposure TV and KL with the true distance on the fair range's bound, and beyond it (power).
+
+    Each window: ``users`` users per side, 10 recommendations each drawn independently from the
+    side's true exposure shares (:func:`exposure_shares`), judged by ``recommender.evaluate``
+    (``k=None``: every row is a recommendation; defaults otherwise but ``min_samples=1``, so that
+    the interval alone decides). "insufficient" is the share of windows whose support
+    (recommendations per item on the smaller side) is below the default ``min_samples``: those
+    are never judged. Rows run in parallel, each with its own seed, the largest first."""
+    jobs = [(metric, *row) for metric in EXPOSURE for row in exposure_rows(metric)]
+    with ProcessPoolExecutor(max_workers=os.cpu_count()) as pool:
+        order = sorted(range(len(jobs)), key=lambda i: -jobs[i][3])  # by users per side
+        futures = {i: pool.submit(exposure_row, *jobs[i], reps, 2200 + i) for i in order}
+        cells = [futures[i].result() for i in range(len(jobs))]
+    for metric in EXPOSURE:
+        t = Table(
+            title=f"{metric}, true value on the bound {EXPOSURE[metric][1]} and beyond: "
+            f"{reps} windows per row, 95% intervals"
+        )
+        for col in (
+            "difference",
+            "items",
+            "users / side",
+            "true value",
+            "recs per item",
+            f"insufficient (min_samples {DEFAULT_MIN_SAMPLES})",
+            "plug-in bias",
+            "before: P(violation) / coverage",
+            "now: P(violation) / coverage",
+        ):
+            t.add_column(col, justify="left" if col == "difference" else "right")
+        for job, row in zip(jobs, cells, strict=True):
+            if job[0] == metric:
+                t.add_row(*row)
+        console.print(t)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer draws (a smoke run)")
+    parser.add_argument(
+        "--only", choices=["bounds", "auc", "null", "two_sd", "power", "anytime", "episodes", "exposure"]
+    )
     args = parser.parse_args()
     t0 = time.perf_counter()
     console.print(f"load {os.getloadavg()[0]:.1f}, numpy {np.__version__}")
-    table_bounds([30, 100, 300, 1000] if args.quick else [30, 100, 300, 1000, 3000, 10000])
-    table_auc(300 if args.quick else 2000)
-    table_null(20 if args.quick else 200)
-    table_two_sd()
-    table_power()
-    table_anytime(100 if args.quick else 500)
-    table_episodes(200 if args.quick else 2000)
+    tables = {
+        "bounds": lambda: table_bounds(
+            [30, 100, 300, 1000] if args.quick else [30, 100, 300, 1000, 3000, 10000]
+        ),
+        "auc": lambda: table_auc(300 if args.quick else 2000),
+        "null": lambda: table_null(20 if args.quick else 200),
+        "two_sd": table_two_sd,
+        "power": table_power,
+        "anytime": lambda: table_anytime(100 if args.quick else 500),
+        "episodes": lambda: table_episodes(200 if args.quick else 2000),
+        "exposure": lambda: table_exposure(40 if args.quick else 300),
+    }
+    for name, table in tables.items():
+        if args.only in (None, name):
+            table()
     console.print(f"{time.perf_counter() - t0:.0f} s")
 
 

@@ -113,7 +113,9 @@ def evaluate(
     ``ValueError``. Options: ``k`` / ``threshold`` (binarisation, see :func:`recommended`),
     ``smoothing`` (pseudo-count of the exposure KL divergence), ``n_items`` (catalogue size
     for aggregate diversity and the Gini index). Intervals: percentile bootstrap with
-    *users* resampled within each side (``n_resamples``, ``seed``). Support, gated by
+    *users* resampled within each side (``n_resamples``, ``seed``); for the exposure
+    distances, whose plug-in value is biased upward, the lower end is a held-out witness
+    bound instead (:mod:`metrics_core.recommender.witness`). Support, gated by
     ``min_samples``: users with a defined value on the smaller side; for the exposure
     distances, recommendations per recommended item of the window on the smaller side.
 

@@ -189,8 +189,10 @@ def user_cells(g: Any, r: Any, statistic: Callable[[FloatArray, FloatArray], flo
     with user multiplicities ``w`` is ``statistic(g.T @ w_G, r.T @ w_R)``.
     """
 
+    g_t, r_t = g.T, r.T  # transposed once, not per resample
+
     def of_weights(w_g: FloatArray, w_r: FloatArray) -> float:
-        return statistic(np.asarray(g.T @ w_g).ravel(), np.asarray(r.T @ w_r).ravel())
+        return statistic(np.asarray(g_t @ w_g).ravel(), np.asarray(r_t @ w_r).ravel())
 
     return Cells(np.ones(g.shape[0]), np.ones(r.shape[0]), of_weights)
 
