@@ -48,6 +48,7 @@ IntervalMethod = Literal[
     "fieller",
     "zou",
     "bootstrap",
+    "witness",
     "transformed",
     "permutation",
     "none",

@@ -253,7 +253,7 @@ SPECS: list[MetricSpec] = [
         meaning="the share of the group's recommendations that would have to move to other items to match "
         "the reference's",
         formula="0.5 * sum_i |e_G(i) - e_R(i)|, e = distribution over items of the recommendations",
-        interval="bootstrap",
+        interval="witness",
         support=_PER_ITEM,
         statistic=_exposure_tv,
         ci=_exposure_interval(_tv_of, lambda w: tv_witness, 1.0),
@@ -268,7 +268,7 @@ SPECS: list[MetricSpec] = [
         source=_KL_SOURCE,
         meaning="how unlike the reference's item exposure the group's is (0: same distribution)",
         formula="sum_i e_G(i) ln(e_G(i) / e_R(i)), counts smoothed by 0.5 per recommended item of the window",
-        interval="bootstrap",
+        interval="witness",
         support=_PER_ITEM,
         statistic=_exposure_kl,
         ci=_exposure_interval(_kl_of, lambda w: kl_witness(w.smoothing), math.inf),

@@ -170,7 +170,17 @@ def test_every_task_family_metric_is_fully_described(spec):
         assert spec.ideal is not None, "a metric with a fair range needs an ideal value"
         lo, hi = spec.fair_range.resolve()
         assert lo <= spec.ideal <= hi, "the ideal value must be fair"
-    assert spec.interval in ("wilson", "scas", "normal", "fieller", "zou", "bootstrap", "permutation", "none")
+    assert spec.interval in (
+        "wilson",
+        "scas",
+        "normal",
+        "fieller",
+        "zou",
+        "bootstrap",
+        "witness",
+        "permutation",
+        "none",
+    )
 
 
 def test_fair_ranges_are_those_of_metrics_md():
