@@ -8,18 +8,22 @@ the live view say "began about ... ± ...".
 
 The estimate reads and recomputes the span (about 4 s for three incidents of a 1-day window over 100 k
 rows a day, 7 s for a 7-day window's 21 days): it runs on a worker thread of its own, one incident
-at a time, never in an evaluation. The alerts start without it and carry it from the evaluation after it
-is ready. An incident whose onset cannot be estimated yet - just begun, too few rows after the change
+at a time, after the evaluation that found the incident has raised its alerts. It holds the model's
+evaluator as an evaluation does (its sources serve one reader at a time: a DuckDB connection, a Spark
+session), so the model's next evaluation may wait for it once. The alerts start without it and carry it
+from the evaluation after it is ready. An incident whose onset cannot be estimated yet - just begun, too few rows after the change
 to place it surely - is tried again once a pane (``panes.size``) of the model's time has passed; one
 found is kept while the incident lasts.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import threading
 from collections.abc import Collection, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from types import MappingProxyType
@@ -38,6 +42,14 @@ _PENDING = object()  # queued or being estimated
 
 
 @dataclass(frozen=True)
+class _Job:
+    evaluator: Evaluator
+    incident: Incident
+    evaluation: ModelEvaluation
+    guard: AbstractContextManager[object]
+
+
+@dataclass(frozen=True)
 class _Tried:
     """An onset not found at ``at`` (the evaluation's time): tried again a pane later."""
 
@@ -53,16 +65,21 @@ class Onsets:
         self._known: dict[str, dict[str, Onset | _Tried | object]] = {}
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
-        self._queue: queue.SimpleQueue[tuple[Evaluator, Incident, ModelEvaluation] | None] = (
-            queue.SimpleQueue()
-        )
+        self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._busy = 0
         self._worker: threading.Thread | None = None
         self._background = background
+        self._closed = False
 
-    def estimate(self, evaluator: Evaluator, evaluation: ModelEvaluation) -> Mapping[str, Onset]:
+    def estimate(
+        self,
+        evaluator: Evaluator,
+        evaluation: ModelEvaluation,
+        guard: AbstractContextManager[object] | None = None,
+    ) -> Mapping[str, Onset]:
         """The onsets of the model's incidents known now; those new in ``evaluation`` are estimated
-        (on the worker: known from a later call)."""
+        (on the worker: known from a later call), holding ``guard`` - what keeps the model's evaluations
+        from using its evaluator (its sources) at the same time."""
         model = evaluation.model
         again = evaluator.model.panes.size
         for incident in incidents([evaluation]):
@@ -76,11 +93,12 @@ class Onsets:
                     continue
                 known[population] = _PENDING
                 self._busy += 1
+            job = _Job(evaluator, incident, evaluation, guard or contextlib.nullcontext())
             if self._background:
                 self._start()
-                self._queue.put((evaluator, incident, evaluation))
+                self._queue.put(job)
             else:
-                self._run(evaluator, incident, evaluation)
+                self._run(job)
         with self._lock:
             return MappingProxyType(
                 {p: o for p, o in self._known.get(model, {}).items() if isinstance(o, Onset)}
@@ -98,7 +116,10 @@ class Onsets:
             return self._idle.wait_for(lambda: self._busy == 0, timeout=timeout)
 
     def close(self) -> None:
-        """Stop the worker after the estimate it runs (the queued ones are dropped)."""
+        """Stop the worker after the estimate it runs (the queued ones are dropped: their sources are
+        about to close)."""
+        with self._lock:
+            self._closed = True
         if self._worker is not None:
             self._queue.put(None)
             self._worker.join(timeout=30)
@@ -111,16 +132,20 @@ class Onsets:
 
     def _serve(self) -> None:
         while (job := self._queue.get()) is not None:
-            self._run(*job)
+            self._run(job)
 
-    def _run(self, evaluator: Evaluator, incident: Incident, evaluation: ModelEvaluation) -> None:
+    def _run(self, job: _Job) -> None:
+        evaluator, incident, evaluation = job.evaluator, job.incident, job.evaluation
         population = f"{incident.attribute}={incident.group}"
         found: Onset | None = None
         try:
-            with self._lock:  # forgotten while queued: the incident resolved, nothing to estimate
-                wanted = self._known.get(evaluation.model, {}).get(population) is _PENDING
+            with self._lock:  # forgotten while queued (the incident resolved), or closing: nothing to do
+                wanted = (
+                    not self._closed and self._known.get(evaluation.model, {}).get(population) is _PENDING
+                )
             if wanted:
-                found = onset_of(evaluator, incident, evaluation)
+                with job.guard:
+                    found = onset_of(evaluator, incident, evaluation)
         except Exception:  # onset_of says what failed; this keeps the worker alive whatever happens
             log.exception("model %s: estimating the onset of %s failed", evaluation.model, population)
         finally:

@@ -43,6 +43,8 @@ class Runner:
         onsets: Onsets | None = None,
     ) -> None:
         self.evaluators = dict(evaluators)
+        # one user of a model's evaluator (its sources, its panes) at a time: its evaluation or its onsets
+        self._using = {name: threading.Lock() for name in self.evaluators}
         self.log_alerts = log_alerts  # alerts.log: the pending / cleared lines too, not only firing ones
         self.tracker = tracker
         # each incident's onset, read from the log once, on a worker of its own
@@ -89,11 +91,13 @@ class Runner:
         evaluator = self.evaluators[name]
         now = self.clock.now()
         try:
-            evaluation = evaluator.evaluate(now)
+            with self._using[name]:  # the onsets' worker reads through the same evaluator
+                evaluation = evaluator.evaluate(now)
         except Exception as exc:  # the job boundary: count, log, keep the last values, retry next tick
             self._record_failure(name, exc)
             return None
-        update = self.tracker.update(evaluation, now, onsets=self.onsets.estimate(evaluator, evaluation))
+        onsets = self.onsets.estimate(evaluator, evaluation, self._using[name])
+        update = self.tracker.update(evaluation, now, onsets=onsets)
         mine = [a.labels for a in update.active if a.labels.get("model") == name]  # by label and own group
         self.onsets.keep(
             name,

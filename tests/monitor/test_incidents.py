@@ -269,3 +269,25 @@ def test_an_onset_not_found_yet_is_tried_again_a_pane_later(monkeypatch: pytest.
         known = onsets.estimate(evaluator, _evaluation(T0 + timedelta(minutes=minutes), bad))
     assert calls == [T0, T0 + timedelta(minutes=60)]  # not at 30 (within a pane), found at 60, kept
     assert known == {"race=Black": found}
+
+
+def test_the_onsets_worker_holds_the_models_evaluator_as_an_evaluation_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The worker reads through the model's evaluator: it takes the lock the model's evaluations hold
+    (two readers of one DuckDB connection or Spark session at once are not safe)."""
+    import threading
+    from types import SimpleNamespace
+
+    import monitor.service.onsets as onsets_module
+    from monitor.service.onsets import Onsets
+
+    ran = threading.Event()
+    monkeypatch.setattr(onsets_module, "onset_of", lambda *_: ran.set())
+    evaluator: Any = SimpleNamespace(model=SimpleNamespace(panes=SimpleNamespace(size=timedelta(hours=1))))
+    onsets, using = Onsets(), threading.Lock()
+    with using:  # an evaluation of the model runs
+        onsets.estimate(evaluator, _evaluation(T0, _value("race", "Black", "violation")), using)
+        assert not onsets.wait_idle(timeout=0.5) and not ran.is_set()
+    assert onsets.wait_idle(timeout=10) and ran.is_set()
+    onsets.close()
