@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.stats import t as student_t
 
 from metrics_core.core.spec import FairRange, Input, MetricSpec
 from metrics_core.core.types import BoolArray, Data, FloatArray
@@ -124,10 +125,11 @@ def _exposure_interval(
     ) -> tuple[float, float]:
         g_, r_ = (K.user_exposure(K.side_of(d), w.support_items) for d in (g, r))
         try:
-            bound, se = witness_bound(g_, r_, witness(w), deal_folds(g_, r_, resampling.seed))
+            bound, se, df = witness_bound(g_, r_, witness(w), deal_folds(g_, r_, resampling.seed))
         except Undefined:  # too few users with a recommendation on a side
             return math.nan, math.nan
-        lo = bound - z_value(level) * se
+        quantile = float(student_t.ppf(0.5 + level / 2, df)) if math.isfinite(df) else z_value(level)
+        lo = bound - quantile * se
         plugin = K.user_cells(g_, r_, lambda e_g, e_r: distance(w, e_g, e_r))
         _, hi = cell_bootstrap(lambda *_: plugin)(w, g, r, level, resampling)
         if not (math.isfinite(lo) and math.isfinite(hi)):

@@ -165,8 +165,10 @@ def _ratio(x: FloatArray, n: FloatArray) -> tuple[float, float]:
 
 def witness_bound(
     g: sparse.csr_matrix, r: sparse.csr_matrix, witness: Witness, folds: tuple[IntArray, IntArray]
-) -> tuple[float, float]:
-    """The held-out witness bound of one window, and its standard error.
+) -> tuple[float, float, float]:
+    """The held-out witness bound of one window, its standard error and that error's degrees of
+    freedom (Welch-Satterthwaite over the folds' and sides' variances, each of its users less one:
+    with a few users per fold the variance is itself uncertain, and the bound takes Student's t).
 
     ``g``, ``r``: recommendations per (user, item) of each side (:func:`kernels.user_exposure`);
     ``folds``: each user's fold (:func:`deal_folds`). The bound is an unbiased estimate of a value
@@ -184,7 +186,7 @@ def witness_bound(
         np.stack([np.asarray(m[fold == k].sum(axis=0), dtype=np.float64).ravel() for k in range(FOLDS)])
         for m, fold, _ in sides
     ]
-    estimate, variance = 0.0, 0.0
+    estimate, variance, spread = 0.0, 0.0, 0.0
     for k in range(FOLDS):
         train = training_folds(k)
         a, b, constant = witness(counts[0][train].sum(axis=0), counts[1][train].sum(axis=0))
@@ -193,5 +195,7 @@ def witness_bound(
             mean, var = _ratio(np.asarray(m[held] @ values, dtype=np.float64).ravel(), n_u[held])
             estimate += sign * mean / FOLDS
             variance += var / FOLDS**2
+            spread += (var / FOLDS**2) ** 2 / (int(held.sum()) - 1)
         estimate += constant / FOLDS
-    return estimate, math.sqrt(variance)
+    df = variance**2 / spread if spread > 0 else math.inf
+    return estimate, math.sqrt(variance), df

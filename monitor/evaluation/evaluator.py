@@ -70,7 +70,7 @@ from monitor.reading.frame import (
 )
 from monitor.reading.pane_store import PaneStore
 from monitor.reading.panes import Panes
-from monitor.reading.plan import ReadPlan
+from monitor.reading.plan import COUNTED_TASKS, ReadPlan
 from monitor.reading.publish import Publisher
 from monitor.sources.contract import FleetSource, Source
 from monitor.tasks import TASKS, WindowRequest, metrics_for
@@ -230,8 +230,8 @@ class Evaluator:
     ) -> Segments:
         """``metric`` of ``attribute=group`` on any run of ``step``-long bins of ``[start, end)`` (what
         :func:`~monitor.evaluation.onset.onset` searches): one read of the span, with a 0/1 column per
-        bin where counted, its rows then counted per bin (scores to 4 decimals: an onset's estimate,
-        not a judged value); each run judged on its own at a fixed, unadjusted level, once."""
+        bin where counted, its rows then counted per bin for the tasks that count (binary, multiclass);
+        each run judged on its own at a fixed, unadjusted level, once."""
         edges = [start]
         while edges[-1] + step < end:
             edges.append(edges[-1] + step)
@@ -242,7 +242,15 @@ class Evaluator:
         frame, _ = clean_rows(read.batch.frame, model, counted=read.batch.counted)
         within = WindowMasks(frame, bins if read.batch.counted else None)
         groups = [g for g in self.model.groups if g.attribute == attribute]
-        frame = per_bin(frame, [within(a, b) for a, b in bins], [c for g in groups for c in group_columns(g)])
+        masks = [within(a, b) for a, b in bins]
+        # counted per bin where the task's evaluator weighs entries by their counts (binary, multiclass);
+        # the others read rows, each once
+        frame = per_bin(
+            frame,
+            masks,
+            [c for g in groups for c in group_columns(g)],
+            counted=self.model.task in COUNTED_TASKS,
+        )
         fixed: dict[str, Any] = {"adjust": "none", "method": "fixed"}
 
         @functools.cache

@@ -11,6 +11,9 @@ service noticed, not when the model changed. The onset is estimated instead from
   side's standard error read from its unadjusted interval (``(upper - lower) / 2z``). For a shift in
   the mean of normal observations ``W(t) / 2`` is the log likelihood ratio of a change at ``t`` against
   none (Hinkley 1970);
+- ``W`` is divided by the metric's *dispersion* between bins - how much more it varies from hour to
+  hour than its sampling error says (a daily cycle, bursty traffic), Pearson's statistic around the
+  change, never below 1 - so that a cycle is not read as a change;
 - only a change in the incident's direction counts (towards the side of the fair range the value left
   by), and only if it is surely one: ``max W`` at least :data:`CRITICAL`, the 95% point of ``max W`` over
   up to 96 cuts of rows without any change (simulated: ``max`` over the cuts of a squared standardized
@@ -42,7 +45,7 @@ from metrics_core import MetricValue
 from monitor.core.text import number
 from monitor.core.times import format_duration
 
-__all__ = ["CRITICAL", "Cut", "Onset", "Segments", "change_point", "onset", "onset_text"]
+__all__ = ["CRITICAL", "Cut", "Onset", "Segments", "change_point", "dispersion", "onset", "onset_text"]
 
 #: The 95% point of max W over up to 96 cuts when nothing changed (``tests/monitor/test_onset.py``
 #: simulates it: 9.31 at 96 cuts, 8.68 at 48, 8.08 at 24): a smaller maximum is no change.
@@ -116,16 +119,16 @@ def onset(
             for k in range(1, hi)
             if (before := segments.value(0, k)) is not None and (after := segments.value(k, hi)) is not None
         ]
-        found = change_point(
-            [Cut(times[k], b, a) for k, b, a in cuts],
-            z=z,
-            level=level,
-            direction=direction,
-            critical=critical,
-        )
-        if found is None:
+        candidates = [Cut(times[k], b, a) for k, b, a in cuts]
+        best = change_point(candidates, z=z, level=level, direction=direction)
+        if best is None:
             return None
-        return found, next(k for k, _, _ in cuts if times[k] == found.at)
+        at = next(k for k, _, _ in cuts if times[k] == best.at)
+        scale = dispersion(segments, hi, at, best, z=z)
+        found = change_point(
+            candidates, z=z, level=level, direction=direction, critical=critical, dispersion=scale
+        )
+        return None if found is None else (found, next(k for k, _, _ in cuts if times[k] == found.at))
 
     last = search(n)
     if last is None:
@@ -145,14 +148,20 @@ def onset(
 
 
 def change_point(
-    cuts: Sequence[Cut], *, z: float, level: float = 0.95, direction: int = 0, critical: float = 0.0
+    cuts: Sequence[Cut],
+    *,
+    z: float,
+    level: float = 0.95,
+    direction: int = 0,
+    critical: float = 0.0,
+    dispersion: float = 1.0,
 ) -> Onset | None:
     """The most likely change among ``cuts`` (in time order), its interval at ``level``; ``z``: the
     normal quantile of the cuts' intervals (their level's). Only changes in ``direction`` (its sign;
-    0: either) count, and none whose ``W`` stays below ``critical``."""
+    0: either) count, and none whose ``W / dispersion`` stays below ``critical``."""
     if not 0 < level < 1:
         raise ValueError(f"level must be between 0 and 1 (exclusive), got {level}")
-    stats = np.array([_statistic(c, z) for c in cuts], dtype=np.float64)
+    stats = np.array([_statistic(c, z) for c in cuts], dtype=np.float64) / dispersion
     if direction:
         turned = np.array(
             [
@@ -190,6 +199,36 @@ def change_point(
         after=cuts[best].after.value,
         beyond="before" if best == first else "",
     )
+
+
+#: Runs a dispersion is estimated from, at least: fewer leave the sampling error's own scale (1).
+_FEW_BINS = 6
+_RUNS = (1, 2, 4, 6, 12)  # bins per run: a cycle shows over hours more than within one
+
+
+def dispersion(segments: Segments, hi: int, at: int, change: Onset, *, z: float) -> float:
+    """How much more the metric varies between runs of bins than its sampling error says, around the
+    one change ``change`` at bin ``at`` of bins ``0 .. hi - 1``: Pearson's statistic
+    ``sum ((v - fit) / se)^2 / (runs - 2)`` over runs of 1, 2, 4, 6 and 12 bins that do not straddle the
+    change (at least :data:`_FEW_BINS` of them), the largest, and never below 1 (McCullagh & Nelder
+    1989, 4.5). A daily cycle or bursty traffic varies more than independent rows would, and over
+    hours more than within one; ``W``, a statistic of sums over many bins, is divided by it so that a
+    cycle is not read as a change (a review measured 27-88% false onsets over cycles without it)."""
+    worst = 1.0
+    for length in _RUNS:
+        residuals = []
+        for b in range(0, hi - length + 1, length):
+            if b < at < b + length:
+                continue  # straddles the change: its fitted value is neither side's
+            v = segments.value(b, b + length)
+            if v is None or v.state == "insufficient_data" or not math.isfinite(v.value):
+                continue
+            se = (v.ci_upper - v.ci_lower) / (2 * z)
+            if math.isfinite(se) and se > 0:
+                residuals.append((v.value - (change.before if b < at else change.after)) / se)
+        if len(residuals) >= _FEW_BINS:
+            worst = max(worst, float(np.sum(np.square(residuals))) / (len(residuals) - 2))
+    return worst
 
 
 def _statistic(cut: Cut, z: float) -> float:

@@ -6,8 +6,8 @@ incident (:mod:`.incidents`), what to cut and where:
 - the value: the incident's strongest of its own population (``race=Black`` rather than an
   intersection that joined it), in its window;
 - the span: from two window lengths before the run of violations began (``Incident.since``, or the
-  evaluation itself), and at least a day, to the window's end - the label window's, for a metric that
-  needs labels, whose rows after it have none yet;
+  evaluation itself), and at least a day, to the window's end (for a metric that needs labels, from
+  before its label window on to now: labels joined as the evaluation joins them);
 - the bins: every pane (``panes.size``, an hour by default), at most :data:`MOST_CUTS` of them (a
   longer span is cut at a multiple of the pane: a 7-day window's 21-day span every 6 hours);
 - the direction: the side of the fair range the value left by (a disparate impact below 0.8 searches
@@ -70,7 +70,9 @@ def onset_of(evaluator: Evaluator, incident: Incident, evaluation: ModelEvaluati
         return None
     spec = mc.REGISTRY.get(finding.value.metric)
     labels = spec is not None and "y_true" in spec.requires
-    start, end = (window.label_start, window.label_end) if labels else (window.start, window.end)
+    # a label metric's span reaches back from its label window, and on to now: the labels are joined as
+    # the evaluation joins them (those arrived by now), and rows still without one count for no label metric
+    start, end = (window.label_start, window.end) if labels else (window.start, window.end)
     since = finding.since or evaluation.evaluated_at
     start -= (evaluation.evaluated_at - since) + 2 * (end - start)
     start = min(start, end - LEAST_SPAN)  # a short window's bias may be older than three of them

@@ -243,24 +243,24 @@ BIN = "__bin"
 
 
 def per_bin(
-    frame: pd.DataFrame, masks: Sequence[np.ndarray], groups: Sequence[str], decimals: int = 4
+    frame: pd.DataFrame, masks: Sequence[np.ndarray], groups: Sequence[str], *, counted: bool = True
 ) -> pd.DataFrame:
-    """A canonical frame counted per bin (``masks``: which entries lie in each, in order; the others are
-    dropped): its inputs (scores rounded to ``decimals``) and the ``groups`` columns as keys, the rows
-    each combination stands for as its count (and, sampling-weighted, the sum of squared weights) - the
-    same values from far fewer entries, for computing one metric on many runs of bins."""
+    """A canonical frame with the bin of each entry (``masks``: which entries lie in each, in order; the
+    others are dropped) and, ``counted``, counted per bin: its inputs and the ``groups`` columns as keys,
+    the rows each combination stands for as its count (and, sampling-weighted, the sum of squared
+    weights) - the same values from fewer entries, for computing one metric on many runs of bins. Not
+    ``counted`` (a task whose evaluator reads rows, not counts), the entries stay as they are."""
     bin_of = np.full(len(frame), -1, dtype=np.int64)
     for i, mask in enumerate(masks):
         bin_of[np.asarray(mask, dtype=bool) & (bin_of < 0)] = i
     keep = bin_of >= 0
     frame = frame.loc[keep].assign(**{BIN: bin_of[keep]})
-    score = INPUT_PREFIX + "y_score"
-    if score in frame.columns and pd.api.types.is_float_dtype(frame[score]):
-        frame[score] = frame[score].round(decimals)
+    if not counted:
+        return frame.reset_index(drop=True)
     keys = [BIN, *(c for c in frame.columns if c.startswith(INPUT_PREFIX)), *dict.fromkeys(groups)]
     sums = {c: "sum" for c in (WEIGHT, WEIGHT_SQUARES) if c in frame.columns}
     if WEIGHT not in frame.columns:
         frame = frame.assign(**{WEIGHT: 1.0})
         sums[WEIGHT] = "sum"
-    counted = frame.groupby(keys, dropna=False, sort=False, observed=True).agg(sums).reset_index()
-    return counted.loc[counted[WEIGHT] > 0].reset_index(drop=True)
+    out = frame.groupby(keys, dropna=False, sort=False, observed=True).agg(sums).reset_index()
+    return out.loc[out[WEIGHT] > 0].reset_index(drop=True)

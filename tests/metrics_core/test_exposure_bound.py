@@ -15,6 +15,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
+import scipy.stats
 from scipy import sparse
 
 import metrics_core as mc
@@ -165,8 +166,9 @@ def _slow_witnesses(rows, fold_of, metric, smoothing=0.5):
 def _slow_evaluate(witnesses, rows, fold_of):
     """Mean over folds k of: a's mean over the group's recommendations in fold k, minus b's over the
     reference's, plus c; and its standard error, each (fold, side) a ratio of per-user sums whose
-    linearised variance is u/(u-1) sum_u (x_u - R n_u)^2 / (sum_u n_u)^2."""
-    estimate, variance = 0.0, 0.0
+    linearised variance is u/(u-1) sum_u (x_u - R n_u)^2 / (sum_u n_u)^2; and the Welch-Satterthwaite
+    degrees of freedom of that variance, each (fold, side) term with its users less one."""
+    estimate, variance, terms = 0.0, 0.0, []
     for k, (a, b, constant) in enumerate(witnesses):
         for side, values, sign in (("g", a, 1), ("r", b, -1)):
             x, n = Counter(), Counter()
@@ -177,9 +179,11 @@ def _slow_evaluate(witnesses, rows, fold_of):
             ratio = sum(x.values()) / sum(n.values())
             estimate += sign * ratio / FOLDS
             spread = sum((x[u] - ratio * n[u]) ** 2 for u in n)
-            variance += len(n) / (len(n) - 1) * spread / sum(n.values()) ** 2 / FOLDS**2
+            term = len(n) / (len(n) - 1) * spread / sum(n.values()) ** 2 / FOLDS**2
+            variance += term
+            terms.append((term, len(n) - 1))
         estimate += constant / FOLDS
-    return estimate, math.sqrt(variance)
+    return estimate, math.sqrt(variance), variance**2 / sum(t**2 / df for t, df in terms)
 
 
 def _slow_plugin(rows, metric, items):
@@ -242,7 +246,7 @@ def test_bound_is_the_distance_with_plenty_of_data(metric):
     g, r = (sparse.csr_matrix(np.round(np.tile(p * 1e7, (2 * FOLDS, 1)))) for p in (p_g, p_r))
     folds = (np.arange(2 * FOLDS) % FOLDS, np.arange(2 * FOLDS) % FOLDS)
     witness = tv_witness if metric == TV else kl_witness(0.5)
-    estimate, se = witness_bound(g, r, witness, folds)
+    estimate, se, _ = witness_bound(g, r, witness, folds)
     assert estimate == pytest.approx(BOUND[metric], rel=1e-3) and se < 1e-4
 
 
@@ -279,8 +283,9 @@ def test_interval_ends_are_the_slow_user_bootstrap(metric):
         zip(users_r, fold_r.tolist(), strict=True)
     )
     witnesses = _slow_witnesses(rows, fold_of, metric)
-    estimate, se = _slow_evaluate(witnesses, rows, fold_of)
-    assert v.ci_lower == pytest.approx(max(0.0, estimate - 1.959963984540054 * se), abs=1e-12)
+    estimate, se, df = _slow_evaluate(witnesses, rows, fold_of)
+    quantile = scipy.stats.t.ppf(0.975, df)  # Student's t of the Welch-Satterthwaite degrees of freedom
+    assert v.ci_lower == pytest.approx(max(0.0, estimate - quantile * se), abs=1e-12)
 
     by_user = {u: [(i, side) for u2, i, side in rows if u2 == u] for u in fold_of}
     rng = np.random.default_rng(0)

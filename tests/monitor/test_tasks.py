@@ -196,3 +196,29 @@ def test_every_task_option_is_documented() -> None:
     page = (Path(__file__).parents[2] / "docs" / "configuration.md").read_text(encoding="utf-8")
     options = {name for task in TASKS.values() for name in task.options.model_fields}
     assert sorted(o for o in options if f"`{o}`" not in page) == []
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_the_onsets_runs_of_bins_give_the_evaluations_values(name: str) -> None:
+    """Evaluator.segments counts the span per bin where the task counts (binary, multiclass) and keeps
+    rows where its evaluator reads rows: the whole span as one run gives the values the evaluation of
+    the same range gives (a review: a regression model's values all became 0 or 1 when counted)."""
+    log = _log(7)
+    if name == "regression":  # whole-number predictions and targets: many identical rows
+        log["target"] = np.random.default_rng(1).integers(1, 6, len(log)).astype(float)
+    settings = _settings(name)
+    with build_evaluators(settings, memory_sources={name: MemorySource(log, timestamp_column="ts")}) as built:
+        (evaluator,) = built.values()
+        start, end = NOW - timedelta(hours=1), NOW
+        (window,) = evaluator.evaluate(NOW, start=start, end=end).windows
+        checked = 0
+        for v in (v for v in window.values if v.group == "b"):
+            runs = evaluator.segments(
+                start, end, timedelta(minutes=10), attribute=v.attribute, group="b", metric=v.metric
+            )
+            whole = runs.value(0, len(runs.times) - 1)
+            assert whole is not None and (whole.value == pytest.approx(v.value, abs=1e-9, nan_ok=True)), (
+                v.metric
+            )
+            checked += 1
+    assert checked >= 3
