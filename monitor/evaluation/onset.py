@@ -108,17 +108,23 @@ def onset(
     direction: int = 0,
     critical: float = CRITICAL,
     most_steps: int = 8,
+    cancelled: Callable[[], bool] = lambda: False,
 ) -> Onset | None:
     """The earliest change in ``segments`` in ``direction`` (+1: the metric rose, -1: it fell, 0:
-    either), by binary segmentation towards the span's start; ``None``: no sure change."""
+    either), by binary segmentation towards the span's start; ``None``: no sure change, or
+    ``cancelled()`` became true (checked before each computation)."""
     times, n = segments.times, len(segments.times) - 1
 
     def search(hi: int) -> tuple[Onset, int] | None:
         cuts = [
             (k, before, after)
             for k in range(1, hi)
-            if (before := segments.value(0, k)) is not None and (after := segments.value(k, hi)) is not None
+            if not cancelled()
+            and (before := segments.value(0, k)) is not None
+            and (after := segments.value(k, hi)) is not None
         ]
+        if cancelled():
+            return None
         candidates = [Cut(times[k], b, a) for k, b, a in cuts]
         best = change_point(candidates, z=z, level=level, direction=direction)
         if best is None:

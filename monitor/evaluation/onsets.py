@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from statistics import NormalDist
 
@@ -57,8 +57,14 @@ def with_onsets(
     return out
 
 
-def onset_of(evaluator: Evaluator, incident: Incident, evaluation: ModelEvaluation) -> Onset | None:
-    """The incident's estimated onset (``None``: not estimable, or its source failed)."""
+def onset_of(
+    evaluator: Evaluator,
+    incident: Incident,
+    evaluation: ModelEvaluation,
+    *,
+    cancelled: Callable[[], bool] = lambda: False,
+) -> Onset | None:
+    """The incident's estimated onset (``None``: not estimable, its source failed, or ``cancelled``)."""
     own = [
         f
         for f in incident.findings
@@ -85,7 +91,7 @@ def onset_of(evaluator: Evaluator, incident: Incident, evaluation: ModelEvaluati
     try:
         segments = evaluator.segments(start, end, step, attribute=v.attribute, group=v.group, metric=v.metric)
         z = NormalDist().inv_cdf(0.5 + evaluator.confidence / 2)
-        return onset(segments, z=z, level=evaluator.confidence, direction=direction)
+        return onset(segments, z=z, level=evaluator.confidence, direction=direction, cancelled=cancelled)
     except Exception as exc:  # an estimate the incident can do without: said, not raised
         log.warning(
             "model %s: the onset of incident %s=%s could not be estimated: %s: %s",

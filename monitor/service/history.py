@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import NamedTuple
@@ -80,7 +80,6 @@ class _Frame:
     keys: tuple[SeriesKey, ...]
     values: np.ndarray  # float64, (len(keys), 5)
     states: np.ndarray  # uint8 index into STATES, (len(keys),)
-    of: Callable[[], ModelEvaluation | None] = lambda: None  # the evaluation it was made of, while alive
 
 
 class History:
@@ -95,6 +94,7 @@ class History:
         self._frames: dict[str, deque[_Frame]] = {}
         self._lock = threading.Lock()
         self._disk = threading.Lock()
+        self._seen: dict[str, weakref.WeakValueDictionary[int, ModelEvaluation]] = {}  # recorded, still alive
         self._version = 0  # changes whenever what the history holds changes
 
     def load(self, models: Iterable[str]) -> int:
@@ -141,13 +141,13 @@ class History:
         gone: list[datetime] = []
         with self._lock:
             frames = self._frames.setdefault(evaluation.model, deque(maxlen=self.size))
-            if any(f.of() is evaluation for f in frames) or (
-                frames and evaluation.evaluated_at < frames[0].at
-            ):
+            seen = self._seen.setdefault(evaluation.model, weakref.WeakValueDictionary())
+            if seen.get(id(evaluation)) is evaluation:
                 # kept already - also when it comes late: a snapshot published before a newer one of the
-                # same model can reach its subscribers after it (the same evaluation: not a clock that
-                # stepped back, which brings a new one)
+                # same model can reach its subscribers after it (the same evaluation, alive in that
+                # snapshot: not a clock that stepped back, which brings a new one)
                 return
+            seen[id(evaluation)] = evaluation
             while frames and frames[-1].at >= evaluation.evaluated_at:
                 gone.append(frames.pop().at)  # the clock stepped back: what was recorded at or after it goes
             if frames and frames[-1].keys == keys:
@@ -155,7 +155,7 @@ class History:
             if len(frames) == self.size:
                 gone.append(frames[0].at)  # leaves the kept evaluations
             index = np.array([_STATE_INDEX[s] for s in states], dtype=np.uint8)
-            frames.append(_Frame(evaluation.evaluated_at, keys, values, index, weakref.ref(evaluation)))
+            frames.append(_Frame(evaluation.evaluated_at, keys, values, index))
             self._version += 1
         if self.store is not None:  # outside the readers' lock: they never wait for the disk
             with self._disk:  # one writer at a time: the folder follows memory in order

@@ -25,6 +25,7 @@ import json
 import logging
 import socket
 import threading
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -189,6 +190,7 @@ class WebhookNotifier:
                 group = (a.labels.get("model", ""), a.labels.get("incident", ""))
                 groups.setdefault(group, []).append(self._alert(a, status, ends_at))
         failed: list[tuple[tuple[str, str], AlertDeliveryError]] = []
+        deadline = time.monotonic() + self.timeout_seconds  # the attempt, as a whole, as the other sinks'
         for (model, incident), members in groups.items():
             payload: WebhookPayload = {
                 "version": "1",
@@ -199,8 +201,17 @@ class WebhookNotifier:
                 "commonAnnotations": _common([m["annotations"] for m in members]),
                 "alerts": members,
             }
+            left = deadline - time.monotonic()
+            if left <= 0:
+                failed.append(
+                    (
+                        (model, incident),
+                        AlertDeliveryError(f"{self.name}: the attempt's {self.timeout_seconds:g} s ran out"),
+                    )
+                )
+                continue
             try:  # each incident on its own: one the receiver refuses holds no other back
-                self._endpoint.post_json(payload, timeout=self.timeout_seconds, sink=self.name)
+                self._endpoint.post_json(payload, timeout=left, sink=self.name)
             except AlertDeliveryError as exc:
                 failed.append(((model, incident), exc))
         if failed:

@@ -12,8 +12,9 @@ at a time, after the evaluation that found the incident has raised its alerts. I
 evaluator as an evaluation does (its sources serve one reader at a time: a DuckDB connection, a Spark
 session), so the model's next evaluation may wait for it once. The alerts start without it and carry it
 from the evaluation after it is ready. An incident whose onset cannot be estimated yet - just begun, too few rows after the change
-to place it surely - is tried again once a pane (``panes.size``) of the model's time has passed; one
-found is kept while the incident lasts.
+to place it surely - is tried again once a pane (``panes.size``) of the model's time has passed, at most
+:data:`MOST_TRIES` times in all (a bias older than the span has no change in it to find); one found is
+kept while the incident lasts. Closing stops a running estimate between two of its computations.
 """
 
 from __future__ import annotations
@@ -38,8 +39,6 @@ __all__ = ["Onsets"]
 
 log = logging.getLogger(__name__)
 
-_PENDING = object()  # queued or being estimated
-
 
 @dataclass(frozen=True)
 class _Job:
@@ -51,9 +50,22 @@ class _Job:
 
 @dataclass(frozen=True)
 class _Tried:
-    """An onset not found at ``at`` (the evaluation's time): tried again a pane later."""
+    """An onset not found at ``at`` (the evaluation's time), ``tries`` times: tried again a pane later,
+    at most :data:`MOST_TRIES` times (a bias older than the span has none to find)."""
 
     at: datetime
+    tries: int
+
+
+@dataclass(frozen=True)
+class _Pending:
+    """Queued or being estimated; ``tries`` before this one."""
+
+    tries: int
+
+
+#: Estimates of one incident's onset, at most: one, then a pane apart while none is found.
+MOST_TRIES = 6
 
 
 class Onsets:
@@ -62,7 +74,7 @@ class Onsets:
     ``background=False`` estimates in the caller's thread (tests, one-off runs)."""
 
     def __init__(self, *, background: bool = True) -> None:
-        self._known: dict[str, dict[str, Onset | _Tried | object]] = {}
+        self._known: dict[str, dict[str, Onset | _Tried | _Pending | None]] = {}
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
         self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
@@ -88,10 +100,12 @@ class Onsets:
                 known = self._known.setdefault(model, {})
                 tried = known.get(population)
                 if population in known and not (
-                    isinstance(tried, _Tried) and evaluation.evaluated_at - tried.at >= again
+                    isinstance(tried, _Tried)
+                    and tried.tries < MOST_TRIES
+                    and evaluation.evaluated_at - tried.at >= again
                 ):
                     continue
-                known[population] = _PENDING
+                known[population] = _Pending(tried.tries if isinstance(tried, _Tried) else 0)
                 self._busy += 1
             job = _Job(evaluator, incident, evaluation, guard or contextlib.nullcontext())
             if self._background:
@@ -140,18 +154,17 @@ class Onsets:
         found: Onset | None = None
         try:
             with self._lock:  # forgotten while queued (the incident resolved), or closing: nothing to do
-                wanted = (
-                    not self._closed and self._known.get(evaluation.model, {}).get(population) is _PENDING
-                )
+                pending = self._known.get(evaluation.model, {}).get(population)
+                wanted = not self._closed and isinstance(pending, _Pending)
             if wanted:
                 with job.guard:
-                    found = onset_of(evaluator, incident, evaluation)
+                    found = onset_of(evaluator, incident, evaluation, cancelled=lambda: self._closed)
         except Exception:  # onset_of says what failed; this keeps the worker alive whatever happens
             log.exception("model %s: estimating the onset of %s failed", evaluation.model, population)
         finally:
             with self._idle:
                 known = self._known.get(evaluation.model, {})
-                if known.get(population) is _PENDING:
-                    known[population] = found if found is not None else _Tried(evaluation.evaluated_at)
+                if isinstance(pending := known.get(population), _Pending):
+                    known[population] = found or _Tried(evaluation.evaluated_at, pending.tries + 1)
                 self._busy -= 1
                 self._idle.notify_all()

@@ -293,3 +293,19 @@ def test_a_webhook_url_with_non_ascii_path_is_sent_percent_encoded(receiver: Rec
     sink.send([_alert("a")], [], T0)
     assert receiver.arrived.acquire(timeout=5)
     assert receiver.paths == ["/hook/%C3%A9quipe?team=donn%C3%A9es"]
+
+
+@pytest.mark.parametrize("receiver", ["hold"], indirect=True)
+def test_a_webhook_attempt_of_many_incidents_is_bounded_as_a_whole(receiver: Receiver) -> None:
+    """A review: one POST per incident, each with the whole timeout, made an attempt at a receiver that
+    never answers last incidents x timeout (6 s for 6 at 1 s) - and a reload's stop wait for it."""
+    from dataclasses import replace
+
+    alerts = [
+        replace(a, labels={**a.labels, "incident": f"identity=g{i}", "group": f"g{i}"})
+        for i, a in enumerate([_alert()] * 6)
+    ]
+    t0 = time.monotonic()
+    with pytest.raises(AlertDeliveryError, match="and 5 more incident"):
+        WebhookNotifier(receiver.url, timeout_seconds=1).send(alerts, [], T0)
+    assert time.monotonic() - t0 < 3

@@ -257,7 +257,7 @@ def test_an_onset_not_found_yet_is_tried_again_a_pane_later(monkeypatch: pytest.
     answers = iter([None, found])
     calls: list[datetime] = []
 
-    def estimate(evaluator: Any, incident: Any, evaluation: ModelEvaluation) -> Onset | None:
+    def estimate(evaluator: Any, incident: Any, evaluation: ModelEvaluation, **_: Any) -> Onset | None:
         calls.append(evaluation.evaluated_at)
         return next(answers)
 
@@ -269,6 +269,13 @@ def test_an_onset_not_found_yet_is_tried_again_a_pane_later(monkeypatch: pytest.
         known = onsets.estimate(evaluator, _evaluation(T0 + timedelta(minutes=minutes), bad))
     assert calls == [T0, T0 + timedelta(minutes=60)]  # not at 30 (within a pane), found at 60, kept
     assert known == {"race=Black": found}
+    # an onset never found (a bias older than the span) is tried MOST_TRIES times, then no more
+    calls.clear()
+    answers = iter([None] * 20)
+    onsets = Onsets(background=False)
+    for hour in range(12):
+        onsets.estimate(evaluator, _evaluation(T0 + timedelta(hours=hour), bad))
+    assert len(calls) == onsets_module.MOST_TRIES
 
 
 def test_the_onsets_worker_holds_the_models_evaluator_as_an_evaluation_does(
@@ -283,7 +290,7 @@ def test_the_onsets_worker_holds_the_models_evaluator_as_an_evaluation_does(
     from monitor.service.onsets import Onsets
 
     ran = threading.Event()
-    monkeypatch.setattr(onsets_module, "onset_of", lambda *_: ran.set())
+    monkeypatch.setattr(onsets_module, "onset_of", lambda *_, **__: ran.set())
     evaluator: Any = SimpleNamespace(model=SimpleNamespace(panes=SimpleNamespace(size=timedelta(hours=1))))
     onsets, using = Onsets(), threading.Lock()
     with using:  # an evaluation of the model runs

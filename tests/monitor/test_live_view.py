@@ -142,6 +142,22 @@ def test_a_late_snapshot_of_an_older_evaluation_changes_nothing(tmp_path: Any) -
     assert History(10, HistoryStore.open(str(tmp_path))).load(["toxicity"]) == 2
 
 
+def test_a_history_read_back_from_a_clock_ahead_gives_way_to_the_real_one(tmp_path: Any) -> None:
+    """A review: frames written while the clock ran a year ahead, read back after a restart, made every
+    real evaluation look older than the history and be dropped - the charts froze."""
+    from monitor.service.history_store import HistoryStore
+
+    ahead = History(10, HistoryStore.open(str(tmp_path)))
+    for minute in range(3):
+        ahead.add(evaluation_at(60 * 24 * 365 + minute))
+    restarted = History(10, HistoryStore.open(str(tmp_path)))
+    assert restarted.load(["toxicity"]) == 3
+    for minute in range(2):
+        restarted.add(evaluation_at(minute, value=0.5))
+    assert restarted.times("toxicity") == (T0, T0 + timedelta(minutes=1))
+    assert History(10, HistoryStore.open(str(tmp_path))).load(["toxicity"]) == 2
+
+
 def test_history_series_filters_and_keeps_undefined_values() -> None:
     history = History(10)
     snapshot = rich_snapshot()

@@ -196,3 +196,24 @@ def test_a_daily_cycle_is_not_read_as_a_change() -> None:
         k = rng.binomial(n.astype(int), 0.40 + 0.02 * np.sin(2 * np.pi * hours / 24)).astype(float)
         claimed += onset(_segments(k, n), z=Z, direction=-1) is not None
     assert claimed <= 6
+
+
+def test_a_cancelled_search_stops_between_two_computations() -> None:
+    """Closing the service stops a running estimate (its sources are about to close): the search checks
+    before each computation and gives up."""
+    n = np.full(48, 250.0)
+    k = np.where(np.arange(48) < 24, 0.59, 0.40) * n
+    computed: list[tuple[int, int]] = []
+    base = _segments(k, n)
+
+    def value(i: int, j: int) -> MetricValue | None:
+        computed.append((i, j))
+        return base.value(i, j)
+
+    stop = [False]
+    runs = Segments(base.times, value, base.metric)
+    assert onset(runs, z=Z, direction=-1) is not None
+    done = len(computed)
+    computed.clear()
+    stop[0] = True
+    assert onset(runs, z=Z, direction=-1, cancelled=lambda: stop[0]) is None and len(computed) < done
