@@ -14,7 +14,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import t as student_t
 
 from metrics_core.core.spec import FairRange, Input, MetricSpec
 from metrics_core.core.types import BoolArray, Data, FloatArray
@@ -97,6 +96,16 @@ def _scores_cells(w: RecommenderWindow, g: Data, r: Data) -> Cells:
     return K.user_cells(sums(g), sums(r), difference)
 
 
+def _t_value(level: float, df: float) -> float:
+    """Student's t quantile of a two-sided ``level`` (the normal's for infinite ``df``); scipy.stats
+    imported here, when an exposure interval is computed: it costs every process 0.5 s to import."""
+    if not math.isfinite(df):
+        return z_value(level)
+    from scipy.stats import t
+
+    return float(t.ppf(0.5 + level / 2, df))
+
+
 def _exposure_interval(
     distance: Callable[[RecommenderWindow, FloatArray, FloatArray], float],
     witness: Callable[[RecommenderWindow], Witness],
@@ -128,7 +137,7 @@ def _exposure_interval(
             bound, se, df = witness_bound(g_, r_, witness(w), deal_folds(g_, r_, resampling.seed))
         except Undefined:  # too few users with a recommendation on a side
             return math.nan, math.nan
-        quantile = float(student_t.ppf(0.5 + level / 2, df)) if math.isfinite(df) else z_value(level)
+        quantile = _t_value(level, df)
         lo = bound - quantile * se
         plugin = K.user_cells(g_, r_, lambda e_g, e_r: distance(w, e_g, e_r))
         _, hi = cell_bootstrap(lambda *_: plugin)(w, g, r, level, resampling)

@@ -191,6 +191,7 @@ class WebhookNotifier:
                 groups.setdefault(group, []).append(self._alert(a, status, ends_at))
         failed: list[tuple[tuple[str, str], AlertDeliveryError]] = []
         deadline = time.monotonic() + self.timeout_seconds  # the attempt, as a whole, as the other sinks'
+        posted = 0
         for (model, incident), members in groups.items():
             payload: WebhookPayload = {
                 "version": "1",
@@ -201,7 +202,9 @@ class WebhookNotifier:
                 "commonAnnotations": _common([m["annotations"] for m in members]),
                 "alerts": members,
             }
-            left = deadline - time.monotonic()
+            # the first incident has the whole timeout (its errors name it), the others what is left of it
+            left = self.timeout_seconds if not failed and posted == 0 else deadline - time.monotonic()
+            posted += 1
             if left <= 0:
                 failed.append(
                     (
