@@ -55,7 +55,14 @@ from monitor.config import SourceConfig
 from monitor.core.errors import ConfigError
 from monitor.core.secrets import mask_url
 from monitor.sources.contract import WEIGHT, CountRequest
-from monitor.sources.count_files import Unwritable, folder_name, is_partial, read_frame, write_frame
+from monitor.sources.count_files import (
+    Unwritable,
+    folder_name,
+    is_partial,
+    read_frame,
+    writable_folder,
+    write_frame,
+)
 
 __all__ = ["FORMAT", "PaneStore", "StoredPane", "fingerprint", "folder_name"]
 
@@ -115,16 +122,7 @@ class PaneStore:
     def open(cls, directory: str, model: str, source: SourceConfig, key: str) -> PaneStore:
         """The store of ``model`` (reading ``source``) under ``directory``; ``key`` names the
         setting in errors."""
-        root = Path(directory) / folder_name(model)
-        probe = root / f".probe-{os.getpid()}.tmp"
-        try:
-            root.mkdir(parents=True, exist_ok=True)
-            probe.write_bytes(b"")
-            probe.unlink()
-        except OSError as exc:
-            raise ConfigError(
-                f"{key}: cannot write sealed panes into {root}: {exc.strerror or exc}"
-            ) from None
+        root = writable_folder(Path(directory) / folder_name(model), key, "sealed panes")
         return cls(root, model, source, _FolderLock.take(root / ".lock", key, model))
 
     def close(self) -> None:

@@ -16,15 +16,13 @@ in memory, and writing resumes when it can.
 from __future__ import annotations
 
 import logging
-import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from monitor.core.errors import ConfigError
-from monitor.sources.count_files import folder_name, is_partial, read_frame, write_frame
+from monitor.sources.count_files import folder_name, is_partial, read_frame, writable_folder, write_frame
 
 __all__ = ["FORMAT", "HistoryStore", "StoredEvaluation"]
 
@@ -53,15 +51,7 @@ class HistoryStore:
     def open(cls, directory: str, key: str = "server.history.directory") -> HistoryStore:
         """The store under ``directory``; a folder it cannot write is a :class:`ConfigError` naming
         ``key``."""
-        root = Path(directory)
-        probe = root / f".probe-{os.getpid()}.tmp"
-        try:
-            root.mkdir(parents=True, exist_ok=True)
-            probe.write_bytes(b"")
-            probe.unlink()
-        except OSError as exc:
-            raise ConfigError(f"{key}: cannot write the history into {root}: {exc.strerror or exc}") from None
-        return cls(root)
+        return cls(writable_folder(Path(directory), key, "the history"))
 
     def write(
         self, model: str, at: datetime, keys: list[tuple[str, ...]], values: np.ndarray, states: list[str]

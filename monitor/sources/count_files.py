@@ -24,6 +24,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from monitor.core.errors import ConfigError
+
 __all__ = [
     "Unwritable",
     "decode_frame",
@@ -32,6 +34,7 @@ __all__ = [
     "frame_bytes",
     "is_partial",
     "read_frame",
+    "writable_folder",
     "write_frame",
     "write_table",
 ]
@@ -128,6 +131,19 @@ def folder_name(model: str) -> str:
         return model
     prefix = _UNSAFE.sub("_", model[:64])
     return f"{prefix}~{hashlib.sha256(model.encode()).hexdigest()[:16]}"
+
+
+def writable_folder(root: Path, key: str, what: str) -> Path:
+    """``root``, made if missing and checked writable by writing a probe file into it; a
+    :class:`~monitor.core.errors.ConfigError` naming ``key`` and ``what`` (``sealed panes``) if not."""
+    probe = root / f".probe-{os.getpid()}.tmp"
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise ConfigError(f"{key}: cannot write {what} into {root}: {exc.strerror or exc}") from None
+    return root
 
 
 def is_partial(name: str) -> bool:
